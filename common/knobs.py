@@ -1,0 +1,160 @@
+"""Frozen-dataclass configs with per-field validation: the one config system.
+
+A knob is a dataclass field whose metadata carries its help text, form group and
+constraints. `parse_config(cls, data)` turns a plain mapping (YAML, a form, a
+JSON request) into a frozen instance, or raises `ConfigError` naming every
+refused field and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, Mapping
+
+
+class ConfigError(ValueError):
+    """A config was refused; `errors` maps each field name to the reason."""
+
+    def __init__(self, errors: Mapping[str, str]):
+        self.errors = dict(errors)
+        detail = "; ".join(f"{name}: {reason}" for name, reason in self.errors.items())
+        super().__init__(f"invalid config: {detail}")
+
+
+def knob(
+    default: Any,
+    help: str,
+    group: str = "general",
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A config field with its help text, form group and constraints."""
+    metadata = {
+        "help": help,
+        "group": group,
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusive_minimum": exclusive_minimum,
+        "choices": choices,
+    }
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_type(cls: type, field: dataclasses.Field) -> tuple[type, bool]:
+    """(base type, optional?) of a knob, resolving string annotations."""
+    annotation = typing.get_type_hints(cls)[field.name]
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
+        (base,) = [arg for arg in args if arg is not type(None)]
+        return base, True
+    return annotation, False
+
+
+def _coerce(value: Any, base: type) -> Any:
+    """Convert a form or YAML value to the knob's type, or raise ValueError."""
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.lower() in ("false", "0", "no", "off"):
+            return False
+        raise ValueError("must be true or false")
+    if base is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError("must be a whole number")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be a whole number") from None
+    if base is float:
+        if isinstance(value, bool):
+            raise ValueError("must be a number")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be a number") from None
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        return number
+    if base is str:
+        if not isinstance(value, str):
+            raise ValueError("must be text")
+        return value.strip()
+    raise TypeError(f"unsupported knob type {base!r}")
+
+
+def _check_constraints(value: Any, meta: Mapping[str, Any]) -> None:
+    """Raise ValueError when a coerced value breaks the knob's constraints."""
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise ValueError(f"unknown value {value!r}; choose one of {', '.join(meta['choices'])}")
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        raise ValueError(f"must be at least {meta['minimum']}")
+    if meta["exclusive_minimum"] is not None and value <= meta["exclusive_minimum"]:
+        raise ValueError(f"must be greater than {meta['exclusive_minimum']}")
+    if meta["maximum"] is not None and value > meta["maximum"]:
+        raise ValueError(f"must be at most {meta['maximum']}")
+    if isinstance(value, str) and meta["choices"] is None and not value:
+        raise ValueError("must not be empty")
+
+
+def parse_config(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """Build a frozen `cls` from a mapping; unknown or invalid fields raise ConfigError."""
+    data = dict(data or {})
+    errors: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    for name in data.keys() - fields.keys():
+        errors[name] = "unknown setting"
+    for name, field in fields.items():
+        if name not in data:
+            continue
+        base, optional = field_type(cls, field)
+        raw = data[name]
+        if raw is None or (optional and raw == ""):
+            if optional:
+                values[name] = None
+            else:
+                errors[name] = "is required"
+            continue
+        try:
+            value = _coerce(raw, base)
+            _check_constraints(value, field.metadata)
+        except ValueError as error:
+            errors[name] = str(error)
+            continue
+        values[name] = value
+    if errors:
+        raise ConfigError(dict(sorted(errors.items())))
+    config = cls(**values)
+    cross_field_errors = config.cross_field_errors() if hasattr(config, "cross_field_errors") else {}
+    if cross_field_errors:
+        raise ConfigError(cross_field_errors)
+    return config
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """The resolved config as plain JSON-ready data (stored on rows and checkpoints)."""
+    return dataclasses.asdict(config)
+
+
+def describe_knobs(cls: type) -> list[dict[str, Any]]:
+    """Each knob's name, type, default, help, group and constraints, in field order."""
+    described = []
+    for field in dataclasses.fields(cls):
+        base, optional = field_type(cls, field)
+        described.append(
+            {
+                "name": field.name,
+                "type": base.__name__,
+                "optional": optional,
+                "default": field.default,
+                **field.metadata,
+            }
+        )
+    return described

@@ -1,0 +1,1 @@
+"""Benchmarks, verifiers, the code sandbox and scoring: a plain library (no Django)."""

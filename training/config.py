@@ -1,0 +1,150 @@
+"""The RL run config (METHOD.md sections 2 to 7) and the long2short method configs.
+
+Frozen dataclasses; YAML, forms and the REST API are only inputs, parsed by
+`common.knobs.parse_config`. The resolved config is stored on the run row and
+inside every checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.knobs import knob
+
+SAMPLING_STRATEGIES = ("uniform", "curriculum", "prioritized")
+LOG_Z_ESTIMATES = ("mean_reward", "log_mean_exp")
+POLICY_LOSSES = ("mirror_descent", "rest")
+ROLLOUT_ENGINES = ("torch", "vllm")
+# "noop-test" writes synthetic iterations and trains nothing: for tests of the
+# job plumbing only, never a default (see training/engines/noop_test.py).
+TRAINER_BACKENDS = ("torch", "megatron", "noop-test")
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    """Every knob of one RL run; the prompt set and evaluation suite are chosen beside it."""
+
+    model: str = knob(
+        "tiny",
+        "Model: the built-in 'tiny' preset (created locally), a local Hugging Face directory, or a hub id.",
+        group="model",
+    )
+    seed: int = knob(0, "Random seed for sampling problems, rollouts and initialisation.", group="model", minimum=0)
+    iterations: int = knob(20, "RL iterations; each samples a batch of problems and updates the policy.",
+                           group="optimization", minimum=1)
+    batch_size: int = knob(8, "Problems sampled per iteration.", group="data", minimum=1)
+    samples_per_problem: int = knob(8, "k: responses sampled per problem (the group for the baseline).",
+                                    group="data", minimum=1)
+    sampling_strategy: str = knob("uniform", "How problems are drawn: uniform, curriculum (easy to hard by "
+                                  "difficulty label) or prioritized (probability proportional to 1 - success rate).",
+                                  group="data", choices=SAMPLING_STRATEGIES)
+    curriculum_iterations: int = knob(10, "Curriculum only: iterations over which the pool widens from the "
+                                      "easiest difficulty to all difficulties.", group="data", minimum=1)
+    learning_rate: float = knob(1e-5, "Optimizer learning rate (the optimizer is reset every iteration).",
+                                group="optimization", exclusive_minimum=0.0)
+    gradient_steps_per_iteration: int = knob(1, "Gradient steps on each iteration's batch.",
+                                             group="optimization", minimum=1)
+    micro_batch_size: int = knob(16, "Responses per forward/backward pass (gradient accumulation above it).",
+                                 group="optimization", minimum=1)
+    max_grad_norm: float = knob(1.0, "Gradient clipping norm.", group="optimization", exclusive_minimum=0.0)
+    tau: float = knob(0.1, "KL-regularisation strength tau of the mirror-descent loss (> 0).",
+                      group="optimization", exclusive_minimum=0.0)
+    log_z_estimate: str = knob("mean_reward", "Estimate of tau*log Z: the mean reward, or tau*log mean exp(r/tau).",
+                               group="optimization", choices=LOG_Z_ESTIMATES)
+    policy_loss: str = knob("mirror_descent", "Loss: online mirror descent (the report's), or the ReST baseline "
+                            "(likelihood of the best response only).", group="optimization", choices=POLICY_LOSSES)
+    length_penalty_weight: float = knob(0.0, "Weight of the length reward added to the correctness reward "
+                                        "(0 turns it off).", group="length_penalty", minimum=0.0)
+    length_penalty_warmup_iterations: int = knob(0, "Iterations trained without the length reward before its "
+                                                 "weight applies.", group="length_penalty", minimum=0)
+    rollout_engine: str = knob("torch", "Rollout engine: torch (Hugging Face generate) or vllm.",
+                               group="rollouts", choices=ROLLOUT_ENGINES)
+    max_response_tokens: int = knob(256, "Longest response, in tokens.", group="rollouts", minimum=1)
+    temperature: float = knob(1.0, "Sampling temperature of rollouts.", group="rollouts", exclusive_minimum=0.0)
+    partial_rollout_token_budget: int | None = knob(
+        None, "Partial rollouts: output tokens a trajectory may grow per iteration before it is parked in the "
+        "replay buffer and continued next iteration (empty = off).", group="rollouts", minimum=1)
+    exclude_segments_older_than: int | None = knob(
+        None, "Partial rollouts: leave out of the loss segments generated more than this many iterations ago "
+        "(empty = keep all).", group="rollouts", minimum=0)
+    repeat_penalty: float = knob(0.0, "Reward subtracted from a rollout ended early by repeat detection.",
+                                 group="rollouts", minimum=0.0)
+    trainer_backend: str = knob("torch", "Trainer: torch (one process, torchrun for several GPUs) or megatron. "
+                                "'noop-test' trains nothing and exists for plumbing tests.",
+                                group="optimization", choices=TRAINER_BACKENDS)
+    checkpoint_every_iterations: int = knob(10, "Save a checkpoint every N iterations (and at the end).",
+                                            group="evaluation", minimum=1)
+    evaluate_every_iterations: int = knob(0, "Evaluate checkpoints on the run's suite every N iterations "
+                                          "(0 = only at the end, when a suite is chosen).",
+                                          group="evaluation", minimum=0)
+
+    def cross_field_errors(self) -> dict[str, str]:
+        """Constraints that involve several knobs."""
+        errors = {}
+        budget = self.partial_rollout_token_budget
+        if budget is not None and budget > self.max_response_tokens:
+            errors["partial_rollout_token_budget"] = "must not exceed max_response_tokens"
+        if self.length_penalty_warmup_iterations > self.iterations:
+            errors["length_penalty_warmup_iterations"] = "must not exceed iterations"
+        return errors
+
+
+LONG2SHORT_METHODS = ("merge", "shortest_rejection", "dpo", "long2short_rl")
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """Model merging: a weighted average of the parent with other checkpoints."""
+
+    parent_weight: float = knob(0.5, "Weight of the parent (long-CoT) model; the others share the rest.",
+                                group="merge", minimum=0.0, maximum=1.0)
+    other_checkpoint_ids: str = knob("", "Comma-separated ids of the checkpoints merged with the parent "
+                                     "(for example a short-CoT model).", group="merge")
+
+
+@dataclass(frozen=True)
+class ShortestRejectionConfig:
+    """Shortest rejection sampling: keep the shortest correct of n samples, then SFT on them."""
+
+    samples_per_problem: int = knob(8, "n: samples drawn per problem from the long model.", group="sampling", minimum=1)
+    max_response_tokens: int = knob(256, "Longest sampled response, in tokens.", group="sampling", minimum=1)
+    learning_rate: float = knob(1e-5, "SFT learning rate.", group="sft", exclusive_minimum=0.0)
+    epochs: int = knob(1, "SFT epochs over the kept responses.", group="sft", minimum=1)
+    seed: int = knob(0, "Random seed.", group="sampling", minimum=0)
+
+
+@dataclass(frozen=True)
+class DPOConfig:
+    """DPO with the shortest correct response as chosen and long or wrong ones as rejected."""
+
+    samples_per_problem: int = knob(8, "Samples drawn per problem to build preference pairs.", group="sampling",
+                                    minimum=1)
+    max_response_tokens: int = knob(256, "Longest sampled response, in tokens.", group="sampling", minimum=1)
+    long_correct_ratio: float = knob(1.5, "Correct responses at least this many times longer than the shortest "
+                                     "correct one become rejected.", group="pairs", exclusive_minimum=1.0)
+    beta: float = knob(0.1, "DPO beta (strength of the implicit KL to the reference).", group="dpo",
+                       exclusive_minimum=0.0)
+    learning_rate: float = knob(1e-6, "DPO learning rate.", group="dpo", exclusive_minimum=0.0)
+    epochs: int = knob(1, "Epochs over the pairs.", group="dpo", minimum=1)
+    seed: int = knob(0, "Random seed.", group="sampling", minimum=0)
+
+
+@dataclass(frozen=True)
+class Long2ShortRLConfig:
+    """RL from a chosen checkpoint with the length penalty on from the start and a shorter limit."""
+
+    iterations: int = knob(10, "RL iterations.", group="rl", minimum=1)
+    length_penalty_weight: float = knob(0.5, "Length reward weight, applied from the first iteration.",
+                                        group="rl", exclusive_minimum=0.0)
+    max_response_fraction: float = knob(0.5, "Maximum rollout length as a fraction of the parent run's.",
+                                        group="rl", exclusive_minimum=0.0, maximum=1.0)
+    learning_rate: float = knob(1e-5, "Learning rate.", group="rl", exclusive_minimum=0.0)
+    seed: int = knob(0, "Random seed.", group="rl", minimum=0)
+
+
+LONG2SHORT_CONFIGS: dict[str, type] = {
+    "merge": MergeConfig,
+    "shortest_rejection": ShortestRejectionConfig,
+    "dpo": DPOConfig,
+    "long2short_rl": Long2ShortRLConfig,
+}

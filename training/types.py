@@ -1,0 +1,68 @@
+"""Plain data passed between the workers and the engine (no torch here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    """One training problem, as the engine sees it."""
+
+    prompt_id: str
+    problem: str
+    answer: str = ""
+    test_cases: Any = None
+    domain: str = ""
+    difficulty: str = ""
+    pass_rate: float | None = None
+    image: str = ""
+
+
+@dataclass(frozen=True)
+class IterationReport:
+    """What one RL iteration measured."""
+
+    iteration: int
+    train_accuracy: float
+    mean_response_length: float
+    p95_response_length: float
+    loss: float | None
+    kl: float | None
+    tokens_generated: int
+    tokens_reused: int
+    seconds: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckpointReport:
+    iteration: int
+    path: Path
+    size_bytes: int
+
+
+def _never() -> bool:
+    return False
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class TrainingHooks:
+    """How an engine reports progress and learns that it should stop (checked between iterations)."""
+
+    on_iteration: Callable[[IterationReport], None] = _ignore
+    on_checkpoint: Callable[[CheckpointReport], None] = _ignore
+    log: Callable[[str], None] = _ignore
+    should_stop: Callable[[], bool] = _never
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    iterations_done: int
+    stopped_early: bool

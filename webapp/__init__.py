@@ -1,0 +1,1 @@
+"""The Django project: data model, pages, REST API and admin. Never imports torch."""

@@ -1,0 +1,31 @@
+"""The REST API router, the OpenAPI schema and token login."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from webapp.evals.api import BenchmarkResultViewSet, BenchmarkSuiteViewSet, EvalRunViewSet, SampleResultViewSet
+from webapp.long2short.api import Long2ShortVariantViewSet
+from webapp.projects.api import ProjectViewSet
+from webapp.prompts.api import PromptSetViewSet, PromptViewSet
+from webapp.runs.api import CheckpointViewSet, IterationMetricViewSet, RLRunViewSet
+
+router = DefaultRouter()
+router.register("projects", ProjectViewSet)
+router.register("prompt-sets", PromptSetViewSet)
+router.register("prompts", PromptViewSet)
+router.register("runs", RLRunViewSet)
+router.register("iteration-metrics", IterationMetricViewSet)
+router.register("checkpoints", CheckpointViewSet)
+router.register("suites", BenchmarkSuiteViewSet)
+router.register("evaluations", EvalRunViewSet)
+router.register("benchmark-results", BenchmarkResultViewSet)
+router.register("samples", SampleResultViewSet)
+router.register("variants", Long2ShortVariantViewSet)
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("token/", obtain_auth_token, name="api-token"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,19 @@
+"""Bridge from the engine's config dataclasses to web validation errors (no torch imported)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from rest_framework import serializers
+
+from common.knobs import ConfigError, config_to_dict, parse_config
+
+
+def resolve_config(cls: type, data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Validated config with defaults filled in, or a DRF ValidationError keyed by knob."""
+    if data is not None and not isinstance(data, Mapping):
+        raise serializers.ValidationError("must be an object of settings")
+    try:
+        return config_to_dict(parse_config(cls, data))
+    except ConfigError as error:
+        raise serializers.ValidationError(error.errors) from None

@@ -1,0 +1,82 @@
+"""The lifecycle every background job row shares: RL runs, evaluations, long2short variants.
+
+A job is queued, then claimed by exactly one worker with a conditional UPDATE,
+then ends succeeded, failed (with error and traceback) or cancelled.
+"""
+
+from __future__ import annotations
+
+from django.db import models, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class Job(models.Model):
+    """Abstract base of a row that a Celery task runs."""
+
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress = models.FloatField(default=0.0, help_text="Fraction done, 0 to 1.")
+    cancel_requested = models.BooleanField(default=False)
+    worker = models.CharField(max_length=200, blank=True, help_text="Host and process that claimed the job.")
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+    log = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @classmethod
+    def claim(cls, pk: int, worker: str) -> bool:
+        """Move a queued row to running; True for exactly one caller."""
+        claimed = cls.objects.filter(pk=pk, status=JobStatus.QUEUED, cancel_requested=False).update(
+            status=JobStatus.RUNNING, started_at=timezone.now(), worker=worker
+        )
+        return claimed == 1
+
+    @classmethod
+    def finish(cls, pk: int, status: str, error: str = "", traceback: str = "") -> bool:
+        """Record a running job's terminal state; False when it was not running."""
+        fields = {"status": status, "finished_at": timezone.now(), "error": error, "traceback": traceback}
+        if status == JobStatus.SUCCEEDED:
+            fields["progress"] = 1.0
+        return cls.objects.filter(pk=pk, status=JobStatus.RUNNING).update(**fields) == 1
+
+    @classmethod
+    def append_log(cls, pk: int, line: str) -> None:
+        """Append one timestamped line to the row's log in a single UPDATE."""
+        stamped = f"{timezone.now():%Y-%m-%d %H:%M:%S} {line.rstrip()}\n"
+        cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped)))
+
+    def request_cancel(self) -> str:
+        """Cancel a queued job at once, or ask a running one to stop between iterations."""
+        model = type(self)
+        with transaction.atomic():
+            if model.objects.filter(pk=self.pk, status=JobStatus.QUEUED).update(
+                status=JobStatus.CANCELLED, cancel_requested=True, finished_at=timezone.now()
+            ):
+                outcome = "cancelled"
+            elif model.objects.filter(pk=self.pk, status=JobStatus.RUNNING).update(cancel_requested=True):
+                outcome = "cancel requested"
+            else:
+                outcome = "already finished"
+        self.refresh_from_db()
+        return outcome

@@ -1,0 +1,51 @@
+"""REST API of long2short variants."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from training.config import LONG2SHORT_CONFIGS
+from webapp.api_base import CancelMixin, ProjectScopedSerializer, ScopedViewSet, visible_field
+from webapp.configs import resolve_config
+from webapp.evals.models import BenchmarkSuite
+from webapp.long2short.models import Long2ShortVariant
+from webapp.long2short.services import launch_variant
+from webapp.runs.api import JOB_FIELDS
+from webapp.runs.models import Checkpoint, RLRun
+
+
+class Long2ShortVariantSerializer(ProjectScopedSerializer):
+    same_project_fields = ("parent_run", "parent_checkpoint", "evaluation_suite")
+    parent_run = visible_field(RLRun, required=False, allow_null=True)
+    parent_checkpoint = visible_field(Checkpoint, required=False, allow_null=True)
+    evaluation_suite = visible_field(BenchmarkSuite, required=False, allow_null=True)
+    parameters = serializers.JSONField(required=False, help_text="The method's settings; defaults fill the rest.")
+    owner = serializers.StringRelatedField()
+
+    class Meta:
+        model = Long2ShortVariant
+        fields = ("id", "project", "name", "parent_run", "parent_checkpoint", "method", "parameters",
+                  "evaluation_suite", "owner", *JOB_FIELDS)
+        read_only_fields = JOB_FIELDS
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        current = lambda name, default=None: attrs.get(name, getattr(self.instance, name, default))  # noqa: E731
+        if current("parent_run") is None and current("parent_checkpoint") is None:
+            raise serializers.ValidationError({"parent_run": "give a parent run or a parent checkpoint"})
+        if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"name"}:
+            raise serializers.ValidationError({"status": "a variant can change only while queued"})
+        try:
+            attrs["parameters"] = resolve_config(LONG2SHORT_CONFIGS[current("method")], current("parameters", {}))
+        except serializers.ValidationError as error:
+            raise serializers.ValidationError({"parameters": error.detail}) from None
+        return attrs
+
+    def create(self, validated_data):
+        return launch_variant(owner=self.context["request"].user, **validated_data)
+
+
+class Long2ShortVariantViewSet(CancelMixin, ScopedViewSet):
+    queryset = Long2ShortVariant.objects.select_related("owner")
+    serializer_class = Long2ShortVariantSerializer
+    filterset_fields = ("project", "parent_run", "method", "status")

@@ -1,0 +1,66 @@
+"""REST API of projects and their members."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from rest_framework import serializers, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from webapp.api_base import ScopedViewSet
+from webapp.projects.models import Membership, Project
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ("username", "role", "joined_at")
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    memberships = MembershipSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Project
+        fields = ("id", "name", "slug", "description", "created_at", "memberships")
+
+    def create(self, validated_data):
+        with transaction.atomic():
+            project = super().create(validated_data)
+            project.add_member(self.context["request"].user, role="owner")
+        return project
+
+
+class AddMemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Membership.ROLES, default="member")
+
+    def validate_username(self, value):
+        user = get_user_model().objects.filter(username=value).first()
+        if user is None:
+            raise serializers.ValidationError(f"no user named {value!r}")
+        return user
+
+
+class ProjectViewSet(ScopedViewSet):
+    """Projects you are a member of (staff: all). Creating one makes you its owner."""
+
+    queryset = Project.objects.prefetch_related("memberships__user")
+    serializer_class = ProjectSerializer
+
+    @action(detail=True, methods=["post"], serializer_class=AddMemberSerializer)
+    def members(self, request, pk=None):
+        """Add a member (owners and staff only)."""
+        project = self.get_object()
+        is_owner = project.memberships.filter(user=request.user, role="owner").exists()
+        if not (is_owner or request.user.is_staff):
+            raise PermissionDenied("only the project's owners can add members")
+        serializer = AddMemberSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        project.add_member(serializer.validated_data["username"], role=serializer.validated_data["role"])
+        return Response(ProjectSerializer(project, context=self.get_serializer_context()).data,
+                        status=status.HTTP_200_OK)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PromptsConfig(AppConfig):
+    name = "webapp.prompts"
+    label = "prompts"

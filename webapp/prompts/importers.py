@@ -1,0 +1,152 @@
+"""Parse JSONL and CSV prompt files into validated rows; a bad line rejects the whole file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+FIELDS = ("problem", "image", "answer", "test_cases", "domain", "tags", "difficulty", "pass_rate")
+MAX_TEXT = {"image": 500, "domain": 100, "difficulty": 50}
+
+
+class PromptFileError(ValueError):
+    """A prompt file was refused; `line` is 1-based, counting the CSV header."""
+
+    def __init__(self, line: int, reason: str):
+        self.line = line
+        self.reason = reason
+        super().__init__(f"line {line}: {reason}")
+
+
+@dataclass(frozen=True)
+class ParsedPrompt:
+    line: int
+    problem: str
+    image: str = ""
+    answer: str = ""
+    test_cases: Any = None
+    domain: str = ""
+    tags: tuple[str, ...] = ()
+    difficulty: str = ""
+    pass_rate: float | None = None
+
+
+def _text(record: dict, name: str) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # numeric answers such as 204
+    if not isinstance(value, str):
+        raise ValueError(f"'{name}' must be text")
+    if name in MAX_TEXT and len(value) > MAX_TEXT[name]:
+        raise ValueError(f"'{name}' is longer than {MAX_TEXT[name]} characters")
+    return value.strip()
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    if value in (None, ""):
+        return ()
+    if isinstance(value, str):
+        value = json.loads(value) if value.lstrip().startswith("[") else value.split(";")
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise ValueError("'tags' must be a list of strings (or ';'-separated text in CSV)")
+    return tuple(tag.strip() for tag in value if tag.strip())
+
+
+def _test_cases(value: Any) -> Any:
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"'test_cases' is not valid JSON ({error.msg})") from None
+    if not isinstance(value, (list, dict)):
+        raise ValueError("'test_cases' must be a JSON list or object")
+    return value
+
+
+def _pass_rate(value: Any) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("'pass_rate' must be a number between 0 and 1") from None
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError("'pass_rate' must be between 0 and 1")
+    return rate
+
+
+def parse_record(record: Any, line: int) -> ParsedPrompt:
+    """Validate one record (a JSON object or a CSV row)."""
+    if not isinstance(record, dict):
+        raise PromptFileError(line, "expected an object with a 'problem' field")
+    unknown = sorted(set(record) - set(FIELDS) - {""})
+    if unknown:
+        raise PromptFileError(line, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
+    try:
+        problem = _text(record, "problem")
+        if not problem:
+            raise ValueError("'problem' is missing or empty")
+        test_cases = _test_cases(record.get("test_cases"))
+        answer = _text(record, "answer")
+        if not answer and test_cases is None:
+            raise ValueError("needs an 'answer' or 'test_cases' to verify responses")
+        return ParsedPrompt(
+            line=line, problem=problem, image=_text(record, "image"), answer=answer, test_cases=test_cases,
+            domain=_text(record, "domain"), tags=_tags(record.get("tags")),
+            difficulty=_text(record, "difficulty"), pass_rate=_pass_rate(record.get("pass_rate")),
+        )
+    except (ValueError, json.JSONDecodeError) as error:
+        raise PromptFileError(line, str(error)) from None
+
+
+def _jsonl_records(text: str) -> Iterator[tuple[int, Any]]:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise PromptFileError(number, f"not valid JSON ({error.msg} at column {error.colno})") from None
+
+
+def _csv_records(text: str) -> Iterator[tuple[int, Any]]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames or "problem" not in reader.fieldnames:
+        raise PromptFileError(1, "the CSV header must name a 'problem' column")
+    for row in reader:
+        if None in row:
+            raise PromptFileError(reader.line_num, "more values than header columns")
+        yield reader.line_num, row
+
+
+def parse_prompt_file(content: bytes, file_format: str) -> list[ParsedPrompt]:
+    """All prompts of a JSONL or CSV file, or PromptFileError for the first bad line."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = content[: error.start].count(b"\n") + 1
+        raise PromptFileError(line, "not UTF-8 text") from None
+    readers = {"jsonl": _jsonl_records, "csv": _csv_records}
+    if file_format not in readers:
+        raise ValueError(f"unknown prompt file format {file_format!r}; use jsonl or csv")
+    prompts = [parse_record(record, line) for line, record in readers[file_format](text)]
+    if not prompts:
+        raise PromptFileError(1, "the file holds no prompts")
+    return prompts
+
+
+def guess_format(filename: str) -> str:
+    """jsonl or csv from a file name."""
+    lowered = filename.lower()
+    if lowered.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if lowered.endswith(".csv"):
+        return "csv"
+    raise ValueError(f"cannot tell the format of {filename!r}: name it .jsonl or .csv")

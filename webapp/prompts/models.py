@@ -1,0 +1,57 @@
+"""Prompt sets and their prompts (METHOD.md section 1)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from webapp.projects.models import Project, ProjectScopedQuerySet
+
+
+class PromptSet(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prompt_sets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=300, blank=True, help_text="Where the prompts came from (file, generator).")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_prompt_set_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PromptQuerySet(ProjectScopedQuerySet):
+    project_path = "prompt_set__project"
+
+
+class Prompt(models.Model):
+    prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
+    position = models.PositiveIntegerField(help_text="Order within the set (the line of the imported file).")
+    problem = models.TextField()
+    image = models.CharField(max_length=500, blank=True, help_text="Image path or URL for multimodal problems.")
+    answer = models.TextField(blank=True, help_text="Reference answer, checked by the verifier.")
+    test_cases = models.JSONField(null=True, blank=True, help_text="Code problems: list of {input, output}.")
+    domain = models.CharField(max_length=100, blank=True, help_text="For example math, code, vision.")
+    tags = models.JSONField(default=list, blank=True, help_text="Discipline tags.")
+    difficulty = models.CharField(max_length=50, blank=True, help_text="Difficulty label (easy, medium, hard...).")
+    pass_rate = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Measured pass rate of an SFT model (lower = harder).",
+    )
+
+    objects = PromptQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["prompt_set", "position"]
+        constraints = [models.UniqueConstraint(fields=["prompt_set", "position"], name="unique_prompt_position")]
+        indexes = [models.Index(fields=["prompt_set", "difficulty"])]
+
+    def __str__(self) -> str:
+        return self.problem[:60]

@@ -1,0 +1,107 @@
+"""REST API of RL runs, their metrics and checkpoints."""
+
+from __future__ import annotations
+
+import django_filters
+from rest_framework import serializers
+
+from training.config import RLConfig
+from webapp.api_base import (
+    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+)
+from webapp.configs import resolve_config
+from webapp.evals.models import BenchmarkSuite
+from webapp.jobs import JobStatus
+from webapp.prompts.models import PromptSet
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun
+from webapp.runs.services import launch_run
+
+JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "traceback",
+              "created_at", "started_at", "finished_at")
+
+
+class RLRunSerializer(ProjectScopedSerializer):
+    same_project_fields = ("prompt_set", "evaluation_suite")
+    prompt_set = visible_field(PromptSet)
+    evaluation_suite = visible_field(BenchmarkSuite, required=False, allow_null=True)
+    config = serializers.JSONField(required=False, help_text="RL knobs; omitted ones take their defaults.")
+    owner = serializers.StringRelatedField()
+
+    class Meta:
+        model = RLRun
+        fields = ("id", "project", "name", "description", "prompt_set", "evaluation_suite", "config", "owner",
+                  "current_iteration", "total_iterations", *JOB_FIELDS)
+        read_only_fields = ("current_iteration", "total_iterations", *JOB_FIELDS)
+
+    def validate_config(self, value):
+        return resolve_config(RLConfig, value)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        frozen = {"config", "prompt_set", "evaluation_suite"} & attrs.keys()
+        if self.instance is not None and frozen and self.instance.status != JobStatus.QUEUED:
+            raise serializers.ValidationError({name: "can change only while the run is queued" for name in frozen})
+        return attrs
+
+    def create(self, validated_data):
+        validated_data.setdefault("config", resolve_config(RLConfig, {}))
+        return launch_run(owner=self.context["request"].user, **validated_data)
+
+    def update(self, instance, validated_data):
+        if "config" in validated_data:
+            instance.total_iterations = validated_data["config"]["iterations"]
+        return super().update(instance, validated_data)
+
+
+class RLRunFilter(django_filters.FilterSet):
+    class Meta:
+        model = RLRun
+        fields = ("project", "status", "prompt_set")
+
+
+class RLRunViewSet(CancelMixin, ScopedViewSet):
+    queryset = RLRun.objects.select_related("owner")
+    serializer_class = RLRunSerializer
+    filterset_class = RLRunFilter
+
+
+class IterationMetricSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = IterationMetric
+        fields = ("id", "run", "iteration", "train_accuracy", "mean_response_length", "p95_response_length",
+                  "loss", "kl", "tokens_generated", "tokens_reused", "seconds", "extra", "created_at")
+
+
+class IterationMetricFilter(django_filters.FilterSet):
+    iteration_min = django_filters.NumberFilter(field_name="iteration", lookup_expr="gte")
+    iteration_max = django_filters.NumberFilter(field_name="iteration", lookup_expr="lte")
+
+    class Meta:
+        model = IterationMetric
+        fields = ("run",)
+
+
+class IterationMetricViewSet(ReadOnlyScopedViewSet):
+    """Per-iteration metrics, written by workers; filter by run and iteration range."""
+
+    queryset = IterationMetric.objects.all()
+    serializer_class = IterationMetricSerializer
+    filterset_class = IterationMetricFilter
+
+
+class CheckpointSerializer(ProjectScopedSerializer):
+    same_project_fields = ("run", "variant")
+    run = visible_field(RLRun, required=False, allow_null=True)
+
+    class Meta:
+        model = Checkpoint
+        fields = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "created_at")
+        read_only_fields = ("variant",)
+
+
+class CheckpointViewSet(ScopedViewSet):
+    """Checkpoints; registering one by path lets an outside model be evaluated."""
+
+    queryset = Checkpoint.objects.select_related("run", "variant")
+    serializer_class = CheckpointSerializer
+    filterset_fields = ("project", "run", "variant")

@@ -1,0 +1,89 @@
+"""RL runs, their per-iteration metrics and their checkpoints."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.jobs import Job
+from webapp.projects.models import Project, ProjectScopedQuerySet
+
+
+class RLRun(Job):
+    """One RL run: a validated config (training.config.RLConfig) and its lifecycle."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rl_runs")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    prompt_set = models.ForeignKey("prompts.PromptSet", on_delete=models.PROTECT, related_name="rl_runs")
+    evaluation_suite = models.ForeignKey(
+        "evals.BenchmarkSuite", null=True, blank=True, on_delete=models.SET_NULL, related_name="rl_runs"
+    )
+    config = models.JSONField(help_text="The resolved RLConfig: every knob, defaults filled in.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="rl_runs")
+    current_iteration = models.PositiveIntegerField(default=0)
+    total_iterations = models.PositiveIntegerField(default=0)
+
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunScopedQuerySet(ProjectScopedQuerySet):
+    project_path = "run__project"
+
+
+class IterationMetric(models.Model):
+    """What one RL iteration measured (report figure 5 is drawn from these rows)."""
+
+    run = models.ForeignKey(RLRun, on_delete=models.CASCADE, related_name="metrics")
+    iteration = models.PositiveIntegerField()
+    train_accuracy = models.FloatField(help_text="Fraction of sampled responses judged correct.")
+    mean_response_length = models.FloatField(help_text="Mean response length, tokens.")
+    p95_response_length = models.FloatField(help_text="95th percentile of response length, tokens.")
+    loss = models.FloatField(null=True, blank=True)
+    kl = models.FloatField(null=True, blank=True, help_text="KL of the updated policy to the iteration's start.")
+    tokens_generated = models.BigIntegerField(default=0)
+    tokens_reused = models.BigIntegerField(default=0, help_text="Tokens carried over from partial rollouts.")
+    seconds = models.FloatField(default=0.0)
+    extra = models.JSONField(default=dict, blank=True, help_text="Further metrics, by name.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RunScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "iteration"]
+        constraints = [models.UniqueConstraint(fields=["run", "iteration"], name="one_metric_row_per_iteration")]
+
+
+class CheckpointQuerySet(ProjectScopedQuerySet):
+    pass
+
+
+class Checkpoint(models.Model):
+    """Saved weights (safetensors, Hugging Face layout) of a run or a long2short variant."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="checkpoints")
+    run = models.ForeignKey(RLRun, null=True, blank=True, on_delete=models.CASCADE, related_name="checkpoints")
+    variant = models.ForeignKey(
+        "long2short.Long2ShortVariant", null=True, blank=True, on_delete=models.CASCADE, related_name="checkpoints"
+    )
+    iteration = models.PositiveIntegerField(null=True, blank=True)
+    path = models.CharField(max_length=500, help_text="Directory of the checkpoint.")
+    size_bytes = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CheckpointQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["run", "iteration"])]
+
+    def __str__(self) -> str:
+        source = self.run or self.variant
+        return f"{source} @ {self.iteration}" if self.iteration is not None else str(source)

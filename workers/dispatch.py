@@ -1,0 +1,17 @@
+"""Send jobs to Celery by task name, so the web server imports no worker code."""
+
+from __future__ import annotations
+
+JOB_TASKS = {
+    "rl_run": ("mirrorlab.run_rl", "gpu"),
+    "eval_run": ("mirrorlab.run_evaluation", "gpu"),
+    "long2short": ("mirrorlab.run_long2short", "gpu"),
+}
+
+
+def enqueue_job(kind: str, pk: int) -> None:
+    """Queue the task that runs job row `pk` of the given kind."""
+    from workers.celery_app import app
+
+    task_name, queue = JOB_TASKS[kind]
+    app.send_task(task_name, args=[pk], queue=queue)

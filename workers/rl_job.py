@@ -1,0 +1,68 @@
+"""Run one RL run row through the configured trainer backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from training.config import RLConfig
+from training.engines import trainer_backends
+from common.knobs import parse_config
+from training.types import CheckpointReport, IterationReport, PromptRecord, TrainingHooks
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun
+from workers.jobs import JobCancelled
+
+
+def prompt_records(run: RLRun) -> list[PromptRecord]:
+    """The run's prompts as plain records for the engine."""
+    return [
+        PromptRecord(prompt_id=str(prompt.pk), problem=prompt.problem, answer=prompt.answer,
+                     test_cases=prompt.test_cases, domain=prompt.domain, difficulty=prompt.difficulty,
+                     pass_rate=prompt.pass_rate, image=prompt.image)
+        for prompt in run.prompt_set.prompts.order_by("position")
+    ]
+
+
+def record_iteration(run: RLRun, report: IterationReport) -> None:
+    """Store one iteration's metrics and move the run's progress, atomically."""
+    with transaction.atomic():
+        IterationMetric.objects.update_or_create(
+            run=run, iteration=report.iteration,
+            defaults={
+                "train_accuracy": report.train_accuracy, "mean_response_length": report.mean_response_length,
+                "p95_response_length": report.p95_response_length, "loss": report.loss, "kl": report.kl,
+                "tokens_generated": report.tokens_generated, "tokens_reused": report.tokens_reused,
+                "seconds": report.seconds, "extra": report.extra,
+            },
+        )
+        RLRun.objects.filter(pk=run.pk).update(
+            current_iteration=report.iteration, progress=report.iteration / max(run.total_iterations, 1)
+        )
+
+
+def record_checkpoint(run: RLRun, report: CheckpointReport) -> None:
+    Checkpoint.objects.create(project_id=run.project_id, run=run, iteration=report.iteration,
+                              path=str(report.path), size_bytes=report.size_bytes)
+
+
+def run_output_dir(run: RLRun) -> Path:
+    path = Path(settings.CHECKPOINT_DIR) / f"run-{run.pk}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def run_rl_job(run: RLRun) -> None:
+    """Train the run; raise JobCancelled when it stopped on request."""
+    config = parse_config(RLConfig, run.config)
+    backend = trainer_backends.get(config.trainer_backend)
+    hooks = TrainingHooks(
+        on_iteration=lambda report: record_iteration(run, report),
+        on_checkpoint=lambda report: record_checkpoint(run, report),
+        log=lambda line: RLRun.append_log(run.pk, line),
+        should_stop=lambda: RLRun.objects.filter(pk=run.pk, cancel_requested=True).exists(),
+    )
+    outcome = backend(config, prompt_records(run), run_output_dir(run), hooks)
+    if outcome.stopped_early:
+        raise JobCancelled()

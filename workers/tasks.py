@@ -1,0 +1,29 @@
+"""Celery tasks: thin wrappers that hand a row id to a job function."""
+
+from __future__ import annotations
+
+from workers.celery_app import app
+
+
+@app.task(name="mirrorlab.run_rl")
+def run_rl(run_id: int) -> str:
+    from workers.jobs import execute_job
+    from workers.rl_job import run_rl_job
+
+    return execute_job("rl_run", run_id, run_rl_job)
+
+
+@app.task(name="mirrorlab.run_evaluation")
+def run_evaluation(eval_run_id: int) -> str:
+    from workers.eval_job import run_eval_job
+    from workers.jobs import execute_job
+
+    return execute_job("eval_run", eval_run_id, run_eval_job)
+
+
+@app.task(name="mirrorlab.run_long2short")
+def run_long2short(variant_id: int) -> str:
+    from workers.jobs import execute_job
+    from workers.long2short_job import run_long2short_job
+
+    return execute_job("long2short", variant_id, run_long2short_job)
