@@ -16,4 +16,9 @@ def resolve_config(cls: type, data: Mapping[str, Any] | None) -> dict[str, Any]:
     try:
         return config_to_dict(parse_config(cls, data))
     except ConfigError as error:
-        raise serializers.ValidationError(error.errors) from None
+        raise as_validation_error(error) from None
+
+
+def as_validation_error(error: ConfigError) -> serializers.ValidationError:
+    """A DRF error with one list of reasons per refused field."""
+    return serializers.ValidationError({name: [reason] for name, reason in error.errors.items()})

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from common.knobs import ConfigError, config_to_dict
 from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
+from webapp.configs import as_validation_error
 from webapp.api_base import CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, SampleResult
 from webapp.evals.services import launch_evaluation
@@ -27,7 +28,7 @@ class BenchmarkSuiteSerializer(ProjectScopedSerializer):
         try:
             return [config_to_dict(settings) for settings in parse_suite(value)]
         except ConfigError as error:
-            raise serializers.ValidationError(error.errors) from None
+            raise as_validation_error(error) from None
 
 
 class BenchmarkSuiteViewSet(ScopedViewSet):

@@ -20,9 +20,9 @@ def read_prompt_upload(upload, file_format: str | None):
     try:
         return parse_prompt_file(upload.read(), file_format or guess_format(upload.name))
     except PromptFileError as error:
-        raise serializers.ValidationError({"file": f"line {error.line}: {error.reason}"}) from None
+        raise serializers.ValidationError({"file": [f"line {error.line}: {error.reason}"]}) from None
     except ValueError as error:
-        raise serializers.ValidationError({"file": str(error)}) from None
+        raise serializers.ValidationError({"file": [str(error)]}) from None
 
 
 class PromptSetSerializer(ProjectScopedSerializer):

@@ -33,7 +33,7 @@ class PromptQuerySet(ProjectScopedQuerySet):
 
 class Prompt(models.Model):
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
-    position = models.PositiveIntegerField(help_text="Order within the set (the line of the imported file).")
+    position = models.PositiveIntegerField(help_text="Order within the set, from 1.")
     problem = models.TextField()
     image = models.CharField(max_length=500, blank=True, help_text="Image path or URL for multimodal problems.")
     answer = models.TextField(blank=True, help_text="Reference answer, checked by the verifier.")

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set everything up on the embedded default (SQLite, on-disk Celery broker) and start the web server
+# and one worker. Open http://127.0.0.1:${PORT:-8000}/ and log in as demo / demo. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export DJANGO_SETTINGS_MODULE=webapp.settings OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+port=${PORT:-8000}
+
+.venv/bin/python manage.py migrate --no-input -v 0
+.venv/bin/python manage.py seed_demo
+mkdir -p data/logs
+.venv/bin/celery -A workers worker -Q gpu,cpu --pool=solo -n "demo@%h" --loglevel=INFO \
+  >data/logs/worker.log 2>&1 &
+worker=$!
+trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null || true' EXIT INT TERM
+echo "== worker started (log: data/logs/worker.log)"
+echo "== open http://127.0.0.1:$port/ and log in as demo / demo (API: /api/, admin: /admin/)"
+.venv/bin/python manage.py runserver "127.0.0.1:$port" --noreload

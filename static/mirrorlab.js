@@ -1,0 +1,15 @@
+// Small page behaviours: auto-submitting selects (project switcher) and confirmations.
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
+    var button = form.querySelector("button[type=submit]");
+    if (button) { button.hidden = true; }
+    form.querySelectorAll("select").forEach(function (select) {
+      select.addEventListener("change", function () { form.submit(); });
+    });
+  });
+  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.dataset.confirm)) { event.preventDefault(); }
+    });
+  });
+});

@@ -1,0 +1,62 @@
+"""A real worker claims queued jobs, runs them to a terminal state and never runs one twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.knobs import config_to_dict, parse_config
+from training.config import RLConfig
+from webapp.jobs import JobStatus
+from webapp.prompts.models import PromptSet
+from webapp.runs.models import IterationMetric, RLRun
+from webapp.runs.services import launch_run
+from tests.workers.conftest import wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def queue_noop_run(project, prompt_set, owner, **knobs) -> RLRun:
+    config = config_to_dict(parse_config(RLConfig, {"trainer_backend": "noop-test", **knobs}))
+    return launch_run(project=project, name="noop", prompt_set=prompt_set, owner=owner, config=config)
+
+
+def status_of(run: RLRun) -> str:
+    run.refresh_from_db()
+    return run.status if run.is_terminal else ""
+
+
+def test_the_worker_runs_a_queued_run_to_success(celery_worker_process, project, prompt_set, alice):
+    run = queue_noop_run(project, prompt_set, alice, iterations=4)
+    assert wait_for(lambda: status_of(run), 60, "the run to finish") == JobStatus.SUCCEEDED, run.traceback
+    assert list(IterationMetric.objects.filter(run=run).values_list("iteration", flat=True)) == [1, 2, 3, 4]
+    assert (run.current_iteration, run.progress) == (4, 1.0)
+    assert run.worker and run.started_at <= run.finished_at
+    assert "started on" in run.log and "succeeded" in run.log
+
+
+def test_a_second_claim_of_the_same_row_is_refused(celery_worker_process, project, prompt_set, alice):
+    from workers.celery_app import app
+
+    run = queue_noop_run(project, prompt_set, alice, iterations=2)
+    wait_for(lambda: status_of(run), 60, "the run to finish")
+    assert RLRun.claim(run.pk, "another-worker") is False
+    again = app.send_task("mirrorlab.run_rl", args=[run.pk], queue="gpu")
+    assert again.get(timeout=30) == "not claimed"
+    assert IterationMetric.objects.filter(run=run).count() == 2
+
+
+def test_a_failure_is_recorded_with_its_traceback(celery_worker_process, project, alice):
+    empty = PromptSet.objects.create(project=project, name="empty")
+    run = queue_noop_run(project, empty, alice, iterations=2)
+    assert wait_for(lambda: status_of(run), 60, "the run to fail") == JobStatus.FAILED
+    assert run.error == "ValueError: the prompt set is empty: add prompts before launching a run"
+    assert "Traceback (most recent call last)" in run.traceback and "noop_test.py" in run.traceback
+
+
+def test_a_running_job_stops_between_iterations_when_cancelled(celery_worker_process, project, prompt_set, alice):
+    run = queue_noop_run(project, prompt_set, alice, iterations=2000)
+    wait_for(lambda: IterationMetric.objects.filter(run=run).count() >= 3, 60, "a few iterations")
+    assert run.request_cancel() == "cancel requested"
+    assert wait_for(lambda: status_of(run), 60, "the run to stop") == JobStatus.CANCELLED
+    done = IterationMetric.objects.filter(run=run).count()
+    assert 3 <= done < 2000 and run.current_iteration == done

@@ -1,0 +1,1 @@
+"""Task families with verifiable answers."""

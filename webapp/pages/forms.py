@@ -1,0 +1,124 @@
+"""Forms of the browser pages: prompt-set upload and the RL run launch form generated from RLConfig."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from common.knobs import ConfigError, describe_knobs, parse_config
+from training.config import RLConfig
+from webapp.evals.models import BenchmarkSuite
+from webapp.prompts.importers import guess_format
+from webapp.prompts.models import PromptSet
+
+PROMPT_FILE_HELP = (
+    "JSONL (one JSON object per line) or CSV with a header. Fields: problem (required), answer or "
+    "test_cases (one is required), image, domain, tags, difficulty, pass_rate."
+)
+
+
+class PromptSetUploadForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    file = forms.FileField(
+        help_text=PROMPT_FILE_HELP, widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.csv"})
+    )
+
+    def __init__(self, *args: Any, project, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if PromptSet.objects.filter(project=self.project, name=name).exists():
+            raise forms.ValidationError(f"This project already has a prompt set named {name!r}.")
+        return name
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            self.file_format = guess_format(upload.name)
+        except ValueError as error:
+            raise forms.ValidationError(str(error)) from None
+        return upload
+
+
+def knob_label(name: str) -> str:
+    """learning_rate -> 'Learning rate'."""
+    return name.replace("_", " ").capitalize()
+
+
+def knob_form_field(knob: dict[str, Any]) -> forms.Field:
+    """A form field of a knob's type, default, help and choices; the constraints are checked by parse_config."""
+    common = {"label": knob_label(knob["name"]), "help_text": knob["help"], "initial": knob["default"]}
+    if knob["choices"]:
+        return forms.ChoiceField(choices=[(choice, choice) for choice in knob["choices"]], **common)
+    if knob["type"] == "bool":
+        return forms.BooleanField(required=False, **common)
+    required = not knob["optional"]
+    limits = {attr: knob[key] for attr, key in (("min", "minimum"), ("max", "maximum")) if knob[key] is not None}
+    if knob["type"] == "int":
+        return forms.IntegerField(required=required, widget=forms.NumberInput(attrs={"step": 1, **limits}), **common)
+    if knob["type"] == "float":
+        widget = forms.NumberInput(attrs={"step": "any", **limits})
+        return forms.FloatField(required=required, widget=widget, **common)
+    return forms.CharField(required=required, **common)
+
+
+class KnobFormMixin:
+    """Adds one field per knob of `config_class`; after is_valid(), `self.config` is the parsed config."""
+
+    config_class: type
+
+    def add_knob_fields(self) -> None:
+        self.knobs = describe_knobs(self.config_class)
+        self.config = None
+        for knob in self.knobs:
+            if knob["name"] in self.fields:
+                raise ValueError(f"knob {knob['name']!r} clashes with a form field of the same name")
+            self.fields[knob["name"]] = knob_form_field(knob)
+
+    def parse_knobs(self) -> None:
+        """Validate the knob values with parse_config and attach each refusal to its field."""
+        values = {knob["name"]: self.cleaned_data[knob["name"]] for knob in self.knobs
+                  if knob["name"] in self.cleaned_data}
+        try:
+            config = parse_config(self.config_class, values)
+        except ConfigError as error:
+            for name, reason in error.errors.items():
+                if name not in self.errors:
+                    self.add_error(name if name in self.fields else None, reason)
+            return
+        if len(values) == len(self.knobs):
+            self.config = config
+
+    def knob_fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """(group title, bound fields) in the order the groups first appear among the knobs."""
+        groups: dict[str, list[forms.BoundField]] = {}
+        for knob in self.knobs:
+            groups.setdefault(knob["group"], []).append(self[knob["name"]])
+        return [(knob_label(group), fields) for group, fields in groups.items()]
+
+
+class RunLaunchForm(KnobFormMixin, forms.Form):
+    config_class = RLConfig
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    prompt_set = forms.ModelChoiceField(queryset=PromptSet.objects.none(), help_text="The problems trained on.")
+    evaluation_suite = forms.ModelChoiceField(
+        queryset=BenchmarkSuite.objects.none(), required=False, empty_label="(none)",
+        help_text="Benchmarks evaluated on the run's checkpoints (optional).",
+    )
+
+    def __init__(self, *args: Any, project, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["prompt_set"].queryset = PromptSet.objects.filter(project=project)
+        self.fields["evaluation_suite"].queryset = BenchmarkSuite.objects.filter(project=project)
+        self.add_knob_fields()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        self.parse_knobs()
+        return cleaned

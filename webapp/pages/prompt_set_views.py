@@ -1,0 +1,58 @@
+"""Prompt sets: list, detail with paginated prompts, and the file upload form."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from webapp.pages.forms import PromptSetUploadForm
+from webapp.pages.shortcuts import paginate, render_project_list
+from webapp.projects.context import current_project_for
+from webapp.prompts.importers import PromptFileError
+from webapp.prompts.models import PromptSet
+from webapp.prompts.services import create_prompt_set_from_file
+
+PROMPTS_PER_PAGE = 50
+
+
+@login_required
+def prompt_set_list(request: HttpRequest) -> HttpResponse:
+    return render_project_list(
+        request, "pages/prompt_sets/list.html",
+        lambda project: PromptSet.objects.filter(project=project)
+        .select_related("created_by").annotate(prompt_count=Count("prompts")),
+    )
+
+
+@login_required
+def prompt_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    prompt_set = get_object_or_404(
+        PromptSet.objects.visible_to(request.user).select_related("project", "created_by"), pk=pk
+    )
+    page = paginate(request, prompt_set.prompts.order_by("position"), per_page=PROMPTS_PER_PAGE)
+    return render(request, "pages/prompt_sets/detail.html", {"prompt_set": prompt_set, "page": page})
+
+
+@login_required
+def prompt_set_upload(request: HttpRequest) -> HttpResponse:
+    """Create a prompt set from a JSONL or CSV file; a bad line refuses the whole file."""
+    project = current_project_for(request)
+    if project is None:
+        return render(request, "pages/prompt_sets/upload.html", {"form": None})
+    form = PromptSetUploadForm(request.POST or None, request.FILES or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            prompt_set = create_prompt_set_from_file(
+                project, form.cleaned_data["name"], upload.read(), form.file_format, user=request.user,
+                description=form.cleaned_data["description"], source=upload.name,
+            )
+        except PromptFileError as error:
+            form.add_error("file", str(error))
+        else:
+            messages.success(request, f"Imported {prompt_set.prompts.count()} prompts into {prompt_set.name}.")
+            return redirect("prompt-set-detail", pk=prompt_set.pk)
+    return render(request, "pages/prompt_sets/upload.html", {"form": form})

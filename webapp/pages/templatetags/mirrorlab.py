@@ -1,0 +1,21 @@
+"""Template helpers of the browser pages."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def active_when(context, *url_name_prefixes: str) -> str:
+    """'active' when the current URL name starts with one of the prefixes (for the nav)."""
+    match = getattr(context.get("request"), "resolver_match", None)
+    url_name = (match.url_name or "") if match else ""
+    return "active" if url_name.startswith(url_name_prefixes) else ""
+
+
+@register.filter
+def percent(fraction, digits: int = 1) -> str:
+    """0.4567 -> '45.7%'; empty for None."""
+    if fraction is None:
+        return ""
+    return f"{fraction * 100:.{digits}f}%"
