@@ -6,8 +6,11 @@ then ends succeeded, failed (with error and traceback) or cancelled.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import models, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
@@ -33,6 +36,7 @@ class Job(models.Model):
     progress = models.FloatField(default=0.0, help_text="Fraction done, 0 to 1.")
     cancel_requested = models.BooleanField(default=False)
     worker = models.CharField(max_length=200, blank=True, help_text="Host and process that claimed the job.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the running job.")
     error = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
     log = models.TextField(blank=True)
@@ -45,12 +49,28 @@ class Job(models.Model):
         return self.status in TERMINAL_STATUSES
 
     @classmethod
+    def stale_before(cls):
+        """Running rows whose heartbeat is older than this belong to a dead worker."""
+        return timezone.now() - timedelta(seconds=settings.JOB_STALE_AFTER_SECONDS)
+
+    @classmethod
+    def claimable(cls) -> Q:
+        """Queued rows, and running rows abandoned by a dead worker (resumed where they stopped)."""
+        abandoned = Q(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before())
+        return (Q(status=JobStatus.QUEUED) | abandoned) & Q(cancel_requested=False)
+
+    @classmethod
     def claim(cls, pk: int, worker: str) -> bool:
-        """Move a queued row to running; True for exactly one caller."""
-        claimed = cls.objects.filter(pk=pk, status=JobStatus.QUEUED, cancel_requested=False).update(
-            status=JobStatus.RUNNING, started_at=timezone.now(), worker=worker
+        """Move a claimable row to running; True for exactly one caller."""
+        now = timezone.now()
+        claimed = cls.objects.filter(cls.claimable(), pk=pk).update(
+            status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker
         )
         return claimed == 1
+
+    @classmethod
+    def heartbeat(cls, pk: int) -> None:
+        cls.objects.filter(pk=pk).update(heartbeat_at=timezone.now())
 
     @classmethod
     def finish(cls, pk: int, status: str, error: str = "", traceback: str = "") -> bool:

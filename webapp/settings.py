@@ -126,6 +126,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 
+# A running job whose heartbeat is older than this is taken to belong to a dead worker and may be re-claimed.
+JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 900)
+
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 DATASETS_DIR = Path(envstr("MIRRORLAB_DATASETS_DIR", str(DATA_DIR / "datasets")))
 LOG_DIR = DATA_DIR / "logs"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
@@ -28,3 +29,11 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
 )
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
+
+
+@worker_ready.connect
+def _requeue_abandoned_jobs(**_kwargs) -> None:
+    """A starting worker re-queues jobs whose worker died (their heartbeat went stale)."""
+    from workers.recovery import requeue_abandoned_jobs
+
+    requeue_abandoned_jobs()

@@ -9,7 +9,6 @@ import traceback
 from typing import Callable
 
 from django.apps import apps
-from django.db import close_old_connections
 
 from webapp.jobs import Job, JobStatus
 
@@ -37,8 +36,10 @@ def raise_if_cancelled(model: type[Job], pk: int) -> None:
 
 
 def execute_job(kind: str, pk: int, body: Callable[[Job], None]) -> str:
-    """Claim row `pk`, run `body(row)`, and record succeeded, failed or cancelled; returns the outcome."""
-    close_old_connections()
+    """Claim row `pk`, run `body(row)`, and record succeeded, failed or cancelled; returns the outcome.
+
+    Celery's Django fix-up closes stale database connections around every task.
+    """
     model = job_model(kind)
     if not model.claim(pk, worker_name()):
         logger.info("%s %s was not claimed (already taken, finished or cancelled)", kind, pk)

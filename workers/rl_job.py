@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from training.config import RLConfig
 from training.engines import trainer_backends
@@ -38,7 +39,8 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
             },
         )
         RLRun.objects.filter(pk=run.pk).update(
-            current_iteration=report.iteration, progress=report.iteration / max(run.total_iterations, 1)
+            current_iteration=report.iteration, progress=report.iteration / max(run.total_iterations, 1),
+            heartbeat_at=timezone.now(),
         )
 
 

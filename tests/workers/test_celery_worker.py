@@ -60,3 +60,20 @@ def test_a_running_job_stops_between_iterations_when_cancelled(celery_worker_pro
     assert wait_for(lambda: status_of(run), 60, "the run to stop") == JobStatus.CANCELLED
     done = IterationMetric.objects.filter(run=run).count()
     assert 3 <= done < 2000 and run.current_iteration == done
+
+
+def test_a_run_abandoned_by_a_dead_worker_is_requeued_and_finished(celery_worker_process, project, prompt_set,
+                                                                   alice):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workers.recovery import requeue_abandoned_jobs
+
+    config = config_to_dict(parse_config(RLConfig, {"trainer_backend": "noop-test", "iterations": 3}))
+    run = RLRun.objects.create(project=project, name="orphan", prompt_set=prompt_set, owner=alice, config=config,
+                               total_iterations=3, status=JobStatus.RUNNING, worker="dead-host:1",
+                               heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert requeue_abandoned_jobs() == [("rl_run", run.pk)]
+    assert wait_for(lambda: status_of(run), 60, "the re-queued run to finish") == JobStatus.SUCCEEDED
+    assert run.worker != "dead-host:1" and "re-queued" in run.log

@@ -22,7 +22,8 @@ SAMPLE_FILTERS = {"yes": True, "no": False}
 def suite_list(request: HttpRequest) -> HttpResponse:
     return render_project_list(
         request, "pages/suites/list.html",
-        lambda project: BenchmarkSuite.objects.filter(project=project).annotate(evaluation_count=Count("eval_runs")),
+        lambda project: BenchmarkSuite.objects.filter(project=project)
+        .annotate(evaluation_count=Count("eval_runs")).order_by("name", "pk"),
     )
 
 
@@ -38,7 +39,7 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     return render_project_list(
         request, "pages/evaluations/list.html",
         lambda project: EvalRun.objects.filter(project=project).select_related(*EVAL_RELATED)
-        .annotate(result_count=Count("results")),
+        .annotate(result_count=Count("results")).order_by("-created_at", "-pk"),
     )
 
 

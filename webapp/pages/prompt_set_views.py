@@ -23,7 +23,7 @@ def prompt_set_list(request: HttpRequest) -> HttpResponse:
     return render_project_list(
         request, "pages/prompt_sets/list.html",
         lambda project: PromptSet.objects.filter(project=project)
-        .select_related("created_by").annotate(prompt_count=Count("prompts")),
+        .select_related("created_by").annotate(prompt_count=Count("prompts")).order_by("-created_at", "-pk"),
     )
 
 
@@ -42,8 +42,11 @@ def prompt_set_upload(request: HttpRequest) -> HttpResponse:
     project = current_project_for(request)
     if project is None:
         return render(request, "pages/prompt_sets/upload.html", {"form": None})
-    form = PromptSetUploadForm(request.POST or None, request.FILES or None, project=project)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST":
+        form = PromptSetUploadForm(request.POST, request.FILES, project=project)
+    else:
+        form = PromptSetUploadForm(project=project)
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             prompt_set = create_prompt_set_from_file(

@@ -33,7 +33,8 @@ def visible_run(request: HttpRequest, pk: int) -> RLRun:
 def run_list(request: HttpRequest) -> HttpResponse:
     return render_project_list(
         request, "pages/runs/list.html",
-        lambda project: RLRun.objects.filter(project=project).select_related("prompt_set", "owner"),
+        lambda project: RLRun.objects.filter(project=project).select_related("prompt_set", "owner")
+        .order_by("-created_at", "-pk"),
     )
 
 
@@ -84,9 +85,11 @@ def run_launch(request: HttpRequest) -> HttpResponse:
     project = current_project_for(request)
     if project is None:
         return render(request, "pages/runs/launch.html", {"form": None})
-    initial = launch_initial(request) if request.method == "GET" else None
-    form = RunLaunchForm(request.POST or None, initial=initial, project=project)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST":
+        form = RunLaunchForm(request.POST, project=project)
+    else:
+        form = RunLaunchForm(initial=launch_initial(request), project=project)
+    if form.is_bound and form.is_valid():
         data = form.cleaned_data
         run = launch_run(
             project=project, name=data["name"], description=data["description"], prompt_set=data["prompt_set"],

@@ -1,0 +1,49 @@
+"""Claiming rows: one winner, abandoned rows re-claimed, cancelled rows never."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from webapp.jobs import JobStatus
+from webapp.runs.models import RLRun
+from workers.jobs import execute_job
+
+pytestmark = pytest.mark.django_db
+
+
+def test_only_the_first_claim_of_a_queued_row_wins(run):
+    assert RLRun.claim(run.pk, "worker-a") is True
+    assert RLRun.claim(run.pk, "worker-b") is False
+    run.refresh_from_db()
+    assert (run.status, run.worker) == (JobStatus.RUNNING, "worker-a")
+
+
+def test_a_running_row_with_a_stale_heartbeat_is_reclaimed(run, settings):
+    settings.JOB_STALE_AFTER_SECONDS = 60
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, heartbeat_at=timezone.now())
+    assert RLRun.claim(run.pk, "worker-b") is False
+    RLRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
+    assert RLRun.claim(run.pk, "worker-b") is True
+
+
+def test_a_cancelled_row_is_never_claimed(run):
+    run.request_cancel()
+    assert RLRun.claim(run.pk, "worker-a") is False
+
+
+def test_execute_job_records_success_and_failure_on_the_row(run):
+    assert execute_job("rl_run", run.pk, lambda row: None) == JobStatus.SUCCEEDED
+    run.refresh_from_db()
+    assert (run.status, run.progress) == (JobStatus.SUCCEEDED, 1.0)
+
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.QUEUED)
+
+    def explode(row):
+        raise RuntimeError("out of memory on rank 0")
+
+    assert execute_job("rl_run", run.pk, explode) == JobStatus.FAILED
+    run.refresh_from_db()
+    assert run.error == "RuntimeError: out of memory on rank 0" and "explode" in run.traceback
