@@ -114,7 +114,10 @@ SPECTACULAR_SETTINGS = {
 # Celery: the on-disk filesystem transport by default, so one machine needs no broker.
 CELERY_BROKER_DIR = DATA_DIR / "celery" / "broker"
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "filesystem://")
-CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", f"file://{DATA_DIR / 'celery' / 'results'}")
+CELERY_RESULTS_DIR = DATA_DIR / "celery" / "results"
+CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", f"file://{CELERY_RESULTS_DIR}")
+if CELERY_RESULT_BACKEND.startswith("file://"):
+    CELERY_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for folder in ("queue", "processed"):
