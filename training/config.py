@@ -30,6 +30,12 @@ class RLConfig:
         group="model",
     )
     seed: int = knob(0, "Random seed for sampling problems, rollouts and initialisation.", group="model", minimum=0)
+    warmup_sft_steps: int = knob(0, "Long-CoT warm-up: SFT steps on verified reasoning traces of the synthetic "
+                                 "task before RL (0 = none).", group="warmup", minimum=0)
+    warmup_sft_learning_rate: float = knob(1e-3, "Warm-up SFT learning rate.", group="warmup", exclusive_minimum=0.0)
+    warmup_sft_batch_size: int = knob(16, "Warm-up SFT: packed sequences per step.", group="warmup", minimum=1)
+    warmup_sft_sequence_length: int = knob(256, "Warm-up SFT: tokens per packed sequence.", group="warmup",
+                                           minimum=16)
     iterations: int = knob(20, "RL iterations; each samples a batch of problems and updates the policy.",
                            group="optimization", minimum=1)
     batch_size: int = knob(8, "Problems sampled per iteration.", group="data", minimum=1)

@@ -26,15 +26,23 @@ class IterationReport:
     """What one RL iteration measured."""
 
     iteration: int
-    train_accuracy: float
-    mean_response_length: float
-    p95_response_length: float
+    train_accuracy: float | None  # None when no group finished this iteration (partial rollouts)
+    mean_response_length: float | None
+    p95_response_length: float | None
     loss: float | None
     kl: float | None
     tokens_generated: int
     tokens_reused: int
     seconds: float
     extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where a run writes (checkpoints under output_dir) and where model presets are cached."""
+
+    output_dir: Path
+    models_dir: Path
 
 
 @dataclass(frozen=True)

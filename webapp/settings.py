@@ -133,6 +133,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 900)
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
+MODELS_DIR = DATA_DIR / "models"  # model presets created on first use (the `tiny` model)
 DATASETS_DIR = Path(envstr("MIRRORLAB_DATASETS_DIR", str(DATA_DIR / "datasets")))
 LOG_DIR = DATA_DIR / "logs"
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from training.config import RLConfig
 from training.engines import trainer_backends
 from common.knobs import parse_config
-from training.types import CheckpointReport, IterationReport, PromptRecord, TrainingHooks
+from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, TrainingHooks
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun
 from workers.jobs import JobCancelled
 
@@ -45,14 +45,22 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
 
 
 def record_checkpoint(run: RLRun, report: CheckpointReport) -> None:
-    Checkpoint.objects.create(project_id=run.project_id, run=run, iteration=report.iteration,
-                              path=str(report.path), size_bytes=report.size_bytes)
+    """One row per saved iteration (a resumed run that saves the same iteration again updates it)."""
+    Checkpoint.objects.update_or_create(project_id=run.project_id, run=run, iteration=report.iteration,
+                                        defaults={"path": str(report.path), "size_bytes": report.size_bytes})
+    RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} ({report.size_bytes / 1e6:.1f} MB)")
 
 
-def run_output_dir(run: RLRun) -> Path:
-    path = Path(settings.CHECKPOINT_DIR) / f"run-{run.pk}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def log_progress(run: RLRun, line: str) -> None:
+    """A log line is also a sign of life (long phases such as the warm-up report through it)."""
+    RLRun.append_log(run.pk, line)
+    RLRun.heartbeat(run.pk)
+
+
+def run_paths(run: RLRun) -> RunPaths:
+    output_dir = Path(settings.CHECKPOINT_DIR) / f"run-{run.pk}"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return RunPaths(output_dir=output_dir, models_dir=Path(settings.MODELS_DIR))
 
 
 def run_rl_job(run: RLRun) -> None:
@@ -62,9 +70,9 @@ def run_rl_job(run: RLRun) -> None:
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
         on_checkpoint=lambda report: record_checkpoint(run, report),
-        log=lambda line: RLRun.append_log(run.pk, line),
+        log=lambda line: log_progress(run, line),
         should_stop=lambda: RLRun.objects.filter(pk=run.pk, cancel_requested=True).exists(),
     )
-    outcome = backend(config, prompt_records(run), run_output_dir(run), hooks)
+    outcome = backend(config, prompt_records(run), run_paths(run), hooks)
     if outcome.stopped_early:
         raise JobCancelled()

@@ -9,6 +9,7 @@ def test_answers_are_the_left_to_right_value_of_the_expression():
     assert evaluate((12, 5, 30), ("-", "+")) == 37
     for problem in generate(40, seed=3):
         expression = problem.problem.removeprefix("Compute ").removesuffix(".")
+        assert " " not in expression
         assert int(problem.answer) == eval(expression)  # trusted: our own generated digits and +/-
 
 

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from webapp.prompts.models import Prompt, PromptSet
-from webapp.prompts.importers import ParsedPrompt
+from common.prompt_files import ParsedPrompt
 from webapp.prompts.services import add_prompts
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from webapp.prompts.importers import PromptFileError, parse_prompt_file
+from common.prompt_files import PromptFileError, parse_prompt_file
 from webapp.prompts.models import Prompt, PromptSet
 
 pytestmark = pytest.mark.django_db

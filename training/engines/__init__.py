@@ -3,5 +3,8 @@
 from common.registry import Registry
 
 # Each entry: run(config, prompts, output_dir, hooks) -> TrainingOutcome.
-# The torch and megatron backends are registered by the RL engine (issue 3) and the scale-out work (issue 7).
-trainer_backends = Registry("trainer backend", {"noop-test": "training.engines.noop_test:run"})
+# The megatron backend arrives with the scale-out work.
+trainer_backends = Registry("trainer backend", {
+    "torch": "training.loop:run",
+    "noop-test": "training.engines.noop_test:run",
+})

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import random
 import time
-from pathlib import Path
 from typing import Sequence
 
 from training.config import RLConfig
-from training.types import IterationReport, PromptRecord, TrainingHooks, TrainingOutcome
+from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks, TrainingOutcome
 
 SECONDS_PER_ITERATION = 0.05
 
 
-def run(config: RLConfig, prompts: Sequence[PromptRecord], output_dir: Path, hooks: TrainingHooks) -> TrainingOutcome:
+def run(config: RLConfig, prompts: Sequence[PromptRecord], paths: RunPaths, hooks: TrainingHooks) -> TrainingOutcome:
     """Report `config.iterations` synthetic iterations, stopping early when asked."""
     if not prompts:
         raise ValueError("the prompt set is empty: add prompts before launching a run")

@@ -1,6 +1,6 @@
 """The synthetic reasoning task: multi-digit arithmetic with an exact integer answer.
 
-Difficulty grows with the number of operands and digits, so answering directly
+Difficulty grows with the number of operands, so answering directly
 gets harder while a step-by-step chain of thought keeps each step small: a
 longer response can buy accuracy, as in the report's figure 5.
 """
@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-# level -> (operands, digits per operand)
+# level -> (operands, digits per operand). Single digits keep every written step small
+# enough for a tiny model, while a direct answer must add up several numbers at once.
 DIFFICULTY_LEVELS: dict[str, tuple[int, int]] = {
     "easy": (2, 1),
-    "medium": (3, 2),
-    "hard": (4, 2),
-    "expert": (5, 3),
+    "medium": (3, 1),
+    "hard": (4, 1),
+    "expert": (6, 1),
 }
 OPERATORS = ("+", "-")
 
@@ -39,12 +40,19 @@ def evaluate(operands: tuple[int, ...], operators: tuple[str, ...]) -> int:
 
 
 def make_problem(rng: random.Random, difficulty: str, index: int) -> ArithmeticProblem:
-    """One seeded problem of the given difficulty."""
+    """One seeded problem of the given difficulty; running totals never go below zero."""
     count, digits = DIFFICULTY_LEVELS[difficulty]
     low, high = 10 ** (digits - 1) if digits > 1 else 0, 10**digits - 1
-    operands = tuple(rng.randint(low, high) for _ in range(count))
-    operators = tuple(rng.choice(OPERATORS) for _ in range(count - 1))
-    expression = " ".join([str(operands[0])] + [f"{op} {value}" for op, value in zip(operators, operands[1:])])
+    operands, operators, total = [rng.randint(low, high)], [], 0
+    total = operands[0]
+    for _ in range(count - 1):
+        operand = rng.randint(low, high)
+        operator = rng.choice(OPERATORS) if operand <= total else "+"
+        total = total + operand if operator == "+" else total - operand
+        operands.append(operand)
+        operators.append(operator)
+    operands, operators = tuple(operands), tuple(operators)
+    expression = str(operands[0]) + "".join(f"{op}{value}" for op, value in zip(operators, operands[1:]))
     return ArithmeticProblem(
         problem_id=f"arith-{difficulty}-{index}",
         problem=f"Compute {expression}.",
@@ -62,3 +70,31 @@ def generate(count: int, seed: int = 0, difficulties: tuple[str, ...] = tuple(DI
         raise ValueError(f"unknown difficulty {sorted(unknown)}; choose from {', '.join(DIFFICULTY_LEVELS)}")
     rng = random.Random(seed)
     return [make_problem(rng, difficulties[index % len(difficulties)], index) for index in range(count)]
+
+
+def step_by_step(problem: ArithmeticProblem) -> str:
+    """A chain of thought: one line per operation with the running total, then the answer."""
+    total, lines = problem.operands[0], []
+    for operator, operand in zip(problem.operators, problem.operands[1:]):
+        updated = total + operand if operator == "+" else total - operand
+        lines.append(f"{total}{operator}{operand}={updated}")
+        total = updated
+    return "\n".join(lines + [f"Answer: {total}"])
+
+
+def direct(problem: ArithmeticProblem) -> str:
+    """The answer with no reasoning."""
+    return f"Answer: {problem.answer}"
+
+
+def warmup_traces(count: int, seed: int, step_by_step_share: float = 0.5) -> list[tuple[ArithmeticProblem, str]]:
+    """(problem, response) pairs for the long-CoT warm-up: a mix of reasoned and direct answers.
+
+    Both styles are verified correct; RL later learns which style pays off, so the mean
+    response length grows as accuracy rises (the report's figure 5).
+    """
+    rng = random.Random(seed + 7919)
+    return [
+        (problem, step_by_step(problem) if rng.random() < step_by_step_share else direct(problem))
+        for problem in generate(count, seed=seed)
+    ]

@@ -9,7 +9,7 @@ from django import forms
 from common.knobs import ConfigError, describe_knobs, parse_config
 from training.config import RLConfig
 from webapp.evals.models import BenchmarkSuite
-from webapp.prompts.importers import guess_format
+from common.prompt_files import guess_format
 from webapp.prompts.models import PromptSet
 
 PROMPT_FILE_HELP = (

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from webapp.pages.forms import PromptSetUploadForm
 from webapp.pages.shortcuts import paginate, render_project_list
 from webapp.projects.context import current_project_for
-from webapp.prompts.importers import PromptFileError
+from common.prompt_files import PromptFileError
 from webapp.prompts.models import PromptSet
 from webapp.prompts.services import create_prompt_set_from_file
 

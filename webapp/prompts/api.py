@@ -10,7 +10,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from webapp.api_base import ProjectScopedSerializer, ScopedViewSet, visible_field
-from webapp.prompts.importers import PromptFileError, guess_format, parse_prompt_file
+from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
 from webapp.prompts.models import Prompt, PromptSet
 from webapp.prompts.services import add_prompts
 

@@ -7,7 +7,7 @@ from typing import Iterable
 from django.db import transaction
 from django.db.models import Max
 
-from webapp.prompts.importers import ParsedPrompt, parse_prompt_file
+from common.prompt_files import ParsedPrompt, parse_prompt_file
 from webapp.prompts.models import Prompt, PromptSet
 
 

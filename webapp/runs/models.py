@@ -43,9 +43,11 @@ class IterationMetric(models.Model):
 
     run = models.ForeignKey(RLRun, on_delete=models.CASCADE, related_name="metrics")
     iteration = models.PositiveIntegerField()
-    train_accuracy = models.FloatField(help_text="Fraction of sampled responses judged correct.")
-    mean_response_length = models.FloatField(help_text="Mean response length, tokens.")
-    p95_response_length = models.FloatField(help_text="95th percentile of response length, tokens.")
+    # Null when no response finished in the iteration (all still growing under partial rollouts).
+    train_accuracy = models.FloatField(null=True, blank=True, help_text="Fraction of trained responses judged correct.")
+    mean_response_length = models.FloatField(null=True, blank=True, help_text="Mean response length, tokens.")
+    p95_response_length = models.FloatField(null=True, blank=True,
+                                            help_text="95th percentile of response length, tokens.")
     loss = models.FloatField(null=True, blank=True)
     kl = models.FloatField(null=True, blank=True, help_text="KL of the updated policy to the iteration's start.")
     tokens_generated = models.BigIntegerField(default=0)

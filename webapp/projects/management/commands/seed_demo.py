@@ -9,7 +9,7 @@ from django.db import transaction
 from training.tasks.arithmetic import generate
 from webapp.evals.models import BenchmarkSuite
 from webapp.projects.models import Project
-from webapp.prompts.importers import ParsedPrompt
+from common.prompt_files import ParsedPrompt
 from webapp.prompts.models import PromptSet
 from webapp.prompts.services import add_prompts
 

@@ -1,0 +1,74 @@
+"""Partial rollouts: a response built in segments across iterations equals one uninterrupted rollout."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.collect import RolloutLimits, collect_rollouts, new_groups
+from training.models.loading import load_model, load_tokenizer
+from training.prompting import prompt_ids
+from training.rollout.base import FINISH_LENGTH, FINISH_STOP, SamplingSettings
+from training.rollout.torch_engine import TorchRolloutEngine
+from training.tasks.arithmetic import generate
+from training.trajectories import ReplayBuffer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def engine_and_prompts(warm_model_dir):
+    tokenizer = load_tokenizer(str(warm_model_dir))
+    engine = TorchRolloutEngine(load_model(str(warm_model_dir)), tokenizer)
+    prompts = [prompt_ids(problem.problem, tokenizer) for problem in generate(6, seed=11)]
+    return engine, prompts
+
+
+def roll(engine, prompts, budget, max_tokens=64):
+    """Greedy rollouts of one response per prompt, iterating until every group is finished."""
+    buffer, finished, iterations = ReplayBuffer(), [], 0
+    groups = new_groups(range(len(prompts)), prompts, iteration=1, samples=1)
+    limits = RolloutLimits(max_response_tokens=max_tokens, token_budget=budget, samples_per_problem=1)
+    while groups:
+        iterations += 1
+        collected = collect_rollouts(engine, groups, buffer, SamplingSettings(max_tokens, temperature=0.0), limits,
+                                     iteration=iterations, repeat_limits=None)
+        finished += collected.finished
+        groups = buffer.take_all()
+    return sorted(finished, key=lambda group: group.problem_index), iterations
+
+
+def test_segments_across_iterations_equal_one_uninterrupted_greedy_rollout(engine_and_prompts):
+    engine, prompts = engine_and_prompts
+    whole, whole_iterations = roll(engine, prompts, budget=None)
+    pieces, piece_iterations = roll(engine, prompts, budget=5)
+    assert whole_iterations == 1 and piece_iterations > 1
+    for one, segmented in zip(whole, pieces):
+        assert segmented.trajectories[0].response_ids == one.trajectories[0].response_ids
+        assert segmented.trajectories[0].finish_reason == one.trajectories[0].finish_reason
+    longest = max(pieces, key=lambda group: len(group.trajectories[0].response_ids)).trajectories[0]
+    # every token remembers its iteration: 5 tokens per iteration, in order
+    assert longest.token_iterations == [1 + index // 5 for index in range(len(longest.response_ids))]
+
+
+def test_a_response_reaching_the_limit_is_truncated_not_parked(engine_and_prompts):
+    engine, prompts = engine_and_prompts
+    finished, _ = roll(engine, prompts, budget=3, max_tokens=4)
+    for group in finished:
+        trajectory = group.trajectories[0]
+        assert len(trajectory.response_ids) <= 4
+        assert trajectory.finish_reason in (FINISH_STOP, FINISH_LENGTH)
+        if trajectory.finish_reason == FINISH_LENGTH:
+            assert len(trajectory.response_ids) == 4
+
+
+def test_the_replay_buffer_round_trips_through_its_state(engine_and_prompts):
+    engine, prompts = engine_and_prompts
+    buffer = ReplayBuffer()
+    groups = new_groups(range(3), prompts, iteration=1, samples=2)
+    torch.manual_seed(0)
+    collect_rollouts(engine, groups, buffer, SamplingSettings(32, temperature=1.0),
+                     RolloutLimits(32, token_budget=2, samples_per_problem=2), iteration=1, repeat_limits=None)
+    restored = ReplayBuffer()
+    restored.load_state_dict(buffer.state_dict())
+    assert restored.state_dict() == buffer.state_dict() and len(restored) == len(buffer) > 0

@@ -1,0 +1,54 @@
+"""The one batch type between rollouts, rewards and the update: finished groups as padded tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from training.trajectories import Group
+
+
+@dataclass
+class PolicyBatch:
+    """G groups of k responses, flattened group-major to N = G*k rows.
+
+    input_ids, attention_mask: (N, T) prompt + response, right-padded.
+    loss_mask: (N, T-1) 1 where position t predicts a response token that takes part in the loss.
+    token_counts: (G, k) response tokens in the loss; valid: (G, k) rows with at least one such token.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+    token_counts: torch.Tensor
+    valid: torch.Tensor
+    groups: int
+    samples: int
+
+    def rows(self, group_slice: slice) -> slice:
+        """Row range of a slice of groups."""
+        return slice(group_slice.start * self.samples, group_slice.stop * self.samples)
+
+
+def build_policy_batch(groups: list[Group], pad_id: int, iteration: int,
+                       exclude_segments_older_than: int | None) -> PolicyBatch:
+    """Pad prompts + responses; mask out prompts, padding and (optionally) segments from old iterations."""
+    samples = len(groups[0].trajectories)
+    trajectories = [trajectory for group in groups for trajectory in group.trajectories]
+    width = max(len(t.prompt_ids) + len(t.response_ids) for t in trajectories)
+    input_ids = torch.full((len(trajectories), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(trajectories), width), dtype=torch.long)
+    loss_mask = torch.zeros((len(trajectories), width - 1), dtype=torch.float32)
+    oldest_kept = None if exclude_segments_older_than is None else iteration - exclude_segments_older_than
+    for row, trajectory in enumerate(trajectories):
+        tokens = list(trajectory.prompt_ids) + trajectory.response_ids
+        input_ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        attention[row, :len(tokens)] = 1
+        start = len(trajectory.prompt_ids) - 1  # position predicting the first response token
+        for offset, made_in in enumerate(trajectory.token_iterations):
+            if oldest_kept is None or made_in >= oldest_kept:
+                loss_mask[row, start + offset] = 1.0
+    token_counts = loss_mask.sum(dim=1).view(len(groups), samples)
+    return PolicyBatch(input_ids=input_ids, attention_mask=attention, loss_mask=loss_mask,
+                       token_counts=token_counts, valid=token_counts > 0, groups=len(groups), samples=samples)

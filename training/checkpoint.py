@@ -1,0 +1,76 @@
+"""Checkpoints: Hugging Face safetensors weights plus everything a resumed run needs.
+
+Layout of `<output_dir>/checkpoints/iteration-000012/`: config.json, model.safetensors, tokenizer
+files (loadable by any Hugging Face tool and by vLLM), `mirrorlab_config.json` (the resolved run
+config) and `training_state.pt` (iteration, RNG states, sampler statistics, replay buffer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from training.types import CheckpointReport
+
+STATE_FILE = "training_state.pt"
+CONFIG_FILE = "mirrorlab_config.json"
+PREFIX = "iteration-"
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    path: Path
+    iteration: int
+    state: dict[str, Any]
+
+
+def checkpoint_dir(output_dir: Path, iteration: int) -> Path:
+    return Path(output_dir) / "checkpoints" / f"{PREFIX}{iteration:06d}"
+
+
+def rng_state(numpy_rng: np.random.Generator) -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": numpy_rng.bit_generator.state, "torch": torch.get_rng_state()}
+
+
+def restore_rng(state: dict[str, Any], numpy_rng: np.random.Generator) -> None:
+    random.setstate(state["python"])
+    numpy_rng.bit_generator.state = state["numpy"]
+    torch.set_rng_state(state["torch"])
+
+
+def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: dict[str, Any],
+                    state: dict[str, Any]) -> CheckpointReport:
+    """Write the checkpoint to a staging folder, then rename it into place (a crash leaves no half checkpoint)."""
+    final = checkpoint_dir(output_dir, iteration)
+    staging = final.with_name(final.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    model.save_pretrained(staging, safe_serialization=True)
+    tokenizer.save_pretrained(staging)
+    (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True))
+    torch.save({"iteration": iteration, **state}, staging / STATE_FILE)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(staging, final)
+    size = sum(path.stat().st_size for path in final.rglob("*") if path.is_file())
+    return CheckpointReport(iteration=iteration, path=final, size_bytes=size)
+
+
+def latest_checkpoint(output_dir: Path) -> ResumeState | None:
+    """The newest complete checkpoint of a run, or None."""
+    folder = Path(output_dir) / "checkpoints"
+    candidates = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE_FILE).exists()
+                        and not p.name.endswith(".partial")) if folder.exists() else []
+    if not candidates:
+        return None
+    path = candidates[-1]
+    state = torch.load(path / STATE_FILE, weights_only=False)
+    return ResumeState(path=path, iteration=int(state["iteration"]), state=state)

@@ -1,0 +1,32 @@
+"""Accuracy and mean response length of a policy on held-out problems (a quick check inside training)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from training.prompting import decode_response, prompt_ids
+from training.rewards import correctness_reward
+from training.rollout.base import RolloutRequest, SamplingSettings
+from training.types import PromptRecord
+
+
+@dataclass(frozen=True)
+class HeldOutResult:
+    accuracy: float
+    mean_response_tokens: float
+    samples: int
+
+
+def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], samples_per_problem: int,
+                      settings: SamplingSettings) -> HeldOutResult:
+    """Mean correctness over `samples_per_problem` responses to each record."""
+    requests = [RolloutRequest(prompt_ids(record.problem, tokenizer), n=samples_per_problem) for record in records]
+    outputs = engine.generate(requests, settings)
+    correct, lengths = [], []
+    for record, completions in zip(records, outputs):
+        for completion in completions:
+            correct.append(correctness_reward(record, decode_response(completion.token_ids, tokenizer)))
+            lengths.append(len(completion.token_ids))
+    return HeldOutResult(accuracy=sum(correct) / len(correct), mean_response_tokens=sum(lengths) / len(lengths),
+                         samples=len(correct))

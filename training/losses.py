@@ -1,0 +1,138 @@
+"""Policy losses of METHOD.md section 3: online policy mirror descent and the ReST baseline.
+
+Every loss takes sequence-level log-probabilities over a batch of G problems with k responses
+each: logp (G, k) is the sum of the response's token log-probs under the current parameters,
+and `valid` (G, k) bool marks the responses that take part (a group's k is its count of valid
+responses; invalid entries are treated as absent and may hold any value, NaN included).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from common.registry import Registry
+
+policy_losses = Registry("policy loss", {
+    "mirror_descent": "training.losses:mirror_descent_loss",
+    "rest": "training.losses:rest_loss",
+})
+
+
+def _mean_reward_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
+    """(G, k) rewards -> (G, 1) mean of the valid rewards (0 for a group with none)."""
+    counts = valid.sum(dim=1, keepdim=True)
+    total = torch.where(valid, rewards, torch.zeros_like(rewards)).sum(dim=1, keepdim=True)
+    return total / counts.clamp(min=1)
+
+
+def _log_mean_exp_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
+    """(G, k) rewards -> (G, 1) tau * log(mean_j exp(r_j / tau)) over valid j (0 for a group with none)."""
+    counts = valid.sum(dim=1, keepdim=True)
+    scaled = torch.where(valid, rewards / tau, torch.full_like(rewards, float("-inf")))
+    log_mean = torch.logsumexp(scaled, dim=1, keepdim=True) - counts.clamp(min=1).to(rewards.dtype).log()
+    return torch.where(counts > 0, tau * log_mean, torch.zeros_like(log_mean))
+
+
+_BASELINES: dict[str, Callable[[Tensor, Tensor, float], Tensor]] = {
+    "mean_reward": _mean_reward_baseline,
+    "log_mean_exp": _log_mean_exp_baseline,
+}
+
+
+def log_z_baseline(rewards: Tensor, valid: Tensor, tau: float, estimate: str) -> Tensor:
+    """The estimate of tau*log Z per group: rewards (G, k), valid (G, k) bool -> (G, 1), detached.
+
+    "mean_reward": the mean valid reward; "log_mean_exp": tau * log mean_j exp(r_j / tau).
+    """
+    if estimate not in _BASELINES:
+        raise ValueError(f"unknown log_z_estimate {estimate!r}; choose one of {', '.join(_BASELINES)}")
+    if tau <= 0:
+        raise ValueError(f"tau must be greater than 0; got {tau}")
+    rewards = rewards.detach()
+    return _BASELINES[estimate](rewards, valid.bool(), tau).detach()
+
+
+def mirror_descent_loss(logp: Tensor, ref_logp: Tensor, rewards: Tensor, valid: Tensor, tau: float,
+                        log_z_estimate: str = "mean_reward") -> tuple[Tensor, dict[str, float]]:
+    """The mirror-descent surrogate, scaled by 1/(2 tau) so its gradient is minus equation 3.
+
+    logp (G, k) with grad; ref_logp (G, k) under the iteration's reference policy; rewards (G, k);
+    valid (G, k) bool. Per group: mean over valid j of (r_j - b - tau (logp_j - ref_logp_j))^2,
+    then the mean over groups with a valid response, divided by 2 tau. Returns (scalar, metrics).
+    """
+    valid = valid.bool()
+    zeros = torch.zeros_like(logp)
+    counts = valid.sum(dim=1)  # (G,)
+    active = counts > 0  # groups that take part
+    baseline = log_z_baseline(rewards, valid, tau, log_z_estimate)  # (G, 1)
+    rewards = torch.where(valid, rewards.detach().to(logp.dtype), zeros.detach())
+    log_ratio = torch.where(valid, logp - ref_logp.detach(), zeros)  # (G, k)
+    residual = rewards - baseline - tau * log_ratio
+    per_group = torch.where(valid, residual.square(), zeros).sum(dim=1) / counts.clamp(min=1)  # (G,)
+    if active.any():
+        loss = per_group[active].mean() / (2 * tau)
+    else:
+        loss = 0 * logp.sum()  # nothing to learn from; keeps the graph
+    valid_count = max(int(valid.sum()), 1)
+    metrics = {
+        "loss": float(loss.detach()),
+        "mean_reward": float(rewards.sum()) / valid_count,
+        "baseline": float(baseline[active].mean()) if active.any() else 0.0,
+        "log_ratio_mean": float(log_ratio.detach().sum()) / valid_count,
+    }
+    return loss, metrics
+
+
+def rest_loss(logp: Tensor, token_counts: Tensor, rewards: Tensor,
+              valid: Tensor) -> tuple[Tensor, dict[str, float]]:
+    """The ReST baseline (report §3.5): token-mean negative log-likelihood of each group's best response.
+
+    logp (G, k) with grad; token_counts (G, k) response tokens; rewards (G, k); valid (G, k) bool.
+    The best is the valid response with the highest reward (ties: the first); only groups whose
+    best reward is > 0 take part. Returns (scalar, metrics); the loss is 0 * logp.sum() when none do.
+    """
+    valid = valid.bool()
+    masked_rewards = torch.where(valid, rewards.detach(), torch.full_like(rewards, float("-inf")))
+    best_reward, best = masked_rewards.max(dim=1)  # (G,); max returns the first maximal index
+    used = best_reward > 0  # (G,)
+    best_logp = logp.gather(1, best.unsqueeze(1)).squeeze(1)  # (G,)
+    best_tokens = token_counts.gather(1, best.unsqueeze(1)).squeeze(1).clamp(min=1).to(logp.dtype)
+    if used.any():
+        loss = -(best_logp[used] / best_tokens[used]).mean()
+    else:
+        loss = 0 * logp.sum()
+    valid_count = max(int(valid.sum()), 1)
+    metrics = {
+        "loss": float(loss.detach()),
+        "mean_reward": float(torch.where(valid, rewards.detach(), torch.zeros_like(rewards)).sum()) / valid_count,
+        "groups_used": float(used.sum()),
+    }
+    return loss, metrics
+
+
+def compute_policy_loss(name: str, *, logp: Tensor, ref_logp: Tensor, rewards: Tensor, valid: Tensor,
+                        token_counts: Tensor, tau: float,
+                        log_z_estimate: str = "mean_reward") -> tuple[Tensor, dict[str, float]]:
+    """Look up the policy loss `name` and call it with the arguments it takes."""
+    loss_function = policy_losses.get(name)
+    available = {"logp": logp, "ref_logp": ref_logp, "rewards": rewards, "valid": valid,
+                 "token_counts": token_counts, "tau": tau, "log_z_estimate": log_z_estimate}
+    wanted = inspect.signature(loss_function).parameters
+    return loss_function(**{key: value for key, value in available.items() if key in wanted})
+
+
+@torch.no_grad()
+def token_kl(logp_tokens: Tensor, ref_logp_tokens: Tensor, mask: Tensor) -> float:
+    """Mean over masked tokens of the k3 estimate exp(ref - cur) - (ref - cur) - 1 (>= 0).
+
+    logp_tokens, ref_logp_tokens, mask: (N, T); returns 0.0 when no token is masked in.
+    """
+    mask = mask.bool()
+    if not mask.any():
+        return 0.0
+    difference = (ref_logp_tokens - logp_tokens)[mask]
+    return float((difference.exp() - difference - 1).mean())

@@ -1,0 +1,1 @@
+"""Model presets and loading: any Hugging Face causal LM, or the built-in `tiny` preset."""

@@ -1,0 +1,53 @@
+"""The rollout interface: prompts in, sampled token ids with log-probs and finish reasons out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+FINISH_STOP = "stop"  # the model emitted end-of-sequence (kept as the last token)
+FINISH_LENGTH = "length"  # the token limit of this call was reached
+FINISH_REPEAT = "repeat"  # repeat detection ended a degenerate response
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How to sample; temperature 0 means greedy decoding."""
+
+    max_new_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None  # makes a call reproducible (a resumed run samples what the original did)
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """Token ids to continue (a prompt, or a prompt plus a partial response) and how many samples."""
+
+    prompt_ids: tuple[int, ...]
+    n: int = 1
+    max_new_tokens: int | None = None  # overrides SamplingSettings.max_new_tokens for this request
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled continuation: generated token ids, their log-probs under the sampler, why it ended."""
+
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    finish_reason: str
+
+
+class RolloutEngine(Protocol):
+    def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
+        """For each request, its n completions, in order."""
+
+    def update_weights(self, model) -> None:
+        """Make the engine sample from `model`'s current weights."""
+
+    def close(self) -> None:
+        """Release the engine's memory and processes."""
+
+
+def request_limit(request: RolloutRequest, settings: SamplingSettings) -> int:
+    return settings.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens

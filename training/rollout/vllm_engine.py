@@ -1,0 +1,221 @@
+"""Rollouts with vLLM: one batched `LLM.generate` per call, weights pushed from the trainer in memory.
+
+The engine loads the saved model directory once at start, then receives the trainer's weights as
+safetensors bytes through `collective_rpc` (training.rollout.vllm_worker_extension), reloaded in
+place; the prefix cache is reset after every update, since stale KV blocks would be reused.
+
+Environment variables (read by vLLM; the engine sets the defaults below when they are unset,
+before vLLM is imported):
+- VLLM_ENABLE_V1_MULTIPROCESSING=0: run vLLM's engine core in this process; it starts in seconds
+  instead of ~20 s and takes ~2 GB less memory. Set it to 1 to run the core in its own process.
+- VLLM_CPU_KVCACHE_SPACE=1 (CPU only, GiB of KV cache): vLLM's default wants most of the memory
+  and fails to start on small machines. It takes precedence over `kv_cache_memory_bytes` on CPU,
+  so it is only defaulted when that argument is not given.
+- OMP_NUM_THREADS: torch reads it when first imported, which is before this module runs; set it
+  yourself (1 on small shared CPUs, where torch's default made generation ~30x slower).
+
+All vLLM imports stay inside this module and the worker extension.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import time
+from typing import Sequence
+
+import torch
+
+from training.rollout.base import (
+    FINISH_LENGTH, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
+)
+
+WORKER_EXTENSION = "training.rollout.vllm_worker_extension.WeightUpdateExtension"
+UPDATE_BUCKET_BYTES = 512 * 1024**2  # largest safetensors blob sent in one collective_rpc call
+CPU_KV_CACHE_GIB = "1"
+# "model.layers.12.self_attn.q_proj.weight" -> "model.layers.12": a decoder layer goes whole in one blob.
+_LAYER_PREFIX = re.compile(r"^(.*?\.\d+)\.")
+
+
+def _set_default_environment(kv_cache_memory_bytes: int | None) -> None:
+    """Defaults for the environment variables vLLM reads (see the module docstring)."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    if kv_cache_memory_bytes is None:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+
+
+def _engine_dtype(model_dtype: torch.dtype, on_cpu: bool) -> str:
+    """The trainer's dtype on CPU; on accelerators a float32 trainer samples in vLLM's 16-bit choice."""
+    if model_dtype == torch.float32 and not on_cpu:
+        return "auto"
+    return str(model_dtype).removeprefix("torch.")
+
+
+class VllmRolloutEngine:
+    """Samples from a vLLM copy of the policy; `update_weights` copies the trainer's weights into it."""
+
+    def __init__(self, model_path: str, eos_id: int, *, model_dtype: torch.dtype = torch.float32,
+                 dtype: str | None = None, seed: int = 0, max_model_len: int | None = None,
+                 kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.4,
+                 enforce_eager: bool | None = None, update_bucket_bytes: int = UPDATE_BUCKET_BYTES):
+        _set_default_environment(kv_cache_memory_bytes)
+        from vllm import LLM
+        from vllm.platforms import current_platform
+
+        self.eos_id = eos_id
+        self.update_bucket_bytes = update_bucket_bytes
+        self.last_update_seconds: float | None = None
+        self.on_cpu = current_platform.is_cpu()
+        self.dtype = dtype or _engine_dtype(model_dtype, self.on_cpu)
+        options = dict(
+            model=model_path, dtype=self.dtype, seed=seed, max_model_len=max_model_len,
+            # eager on CPU: compiling took a minute at start for ~25% more tokens/s on the tiny model
+            enforce_eager=self.on_cpu if enforce_eager is None else enforce_eager,
+            worker_extension_cls=WORKER_EXTENSION,
+            # log-probs after temperature and top-p, like the torch engine's: the sampler's own.
+            logprobs_mode="processed_logprobs",
+            generation_config="vllm",  # sampling comes from SamplingSettings only
+            enable_prefix_caching=True,
+        )
+        if kv_cache_memory_bytes is not None:
+            options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
+        if not self.on_cpu:
+            options["gpu_memory_utilization"] = gpu_memory_utilization
+        set_num_threads = torch.set_num_threads
+        self.llm = LLM(**options)
+        # vLLM's in-process CPU worker replaces torch.set_num_threads with a warning stub; give the
+        # trainer sharing this process its function back.
+        torch.set_num_threads = set_num_threads
+        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+
+    def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
+        """All requests in one vLLM call; greedy requests are decoded once and repeated n times."""
+        from vllm.inputs import TokensPrompt
+
+        greedy = settings.temperature == 0
+        prompts, params, submitted = [], [], []
+        for index, request in enumerate(requests):
+            limit = self._token_limit(index, request, settings)
+            if limit == 0:
+                continue
+            prompts.append(TokensPrompt(prompt_token_ids=list(request.prompt_ids)))
+            seed = None if settings.seed is None else settings.seed + index  # reproducible per request
+            params.append(self._sampling_params(1 if greedy else request.n, limit, settings, seed))
+            submitted.append(index)
+        outputs = self.llm.generate(prompts, params, use_tqdm=False) if prompts else []
+        results = [[Completion((), (), FINISH_LENGTH)] * request.n for request in requests]
+        for index, output in zip(submitted, outputs):
+            completions = [self._completion(sample) for sample in output.outputs]
+            results[index] = completions * requests[index].n if greedy else completions
+        return results
+
+    def _token_limit(self, index: int, request: RolloutRequest, settings: SamplingSettings) -> int:
+        """New tokens for this request: its limit, capped by the room left in the model's context."""
+        if not request.prompt_ids:
+            raise ValueError(f"request {index}: prompt_ids is empty")
+        room = self.max_model_len - len(request.prompt_ids)
+        if room <= 0:
+            raise ValueError(f"request {index}: prompt of {len(request.prompt_ids)} tokens leaves no room "
+                             f"in the engine's max_model_len of {self.max_model_len}")
+        return min(request_limit(request, settings), room)
+
+    def _sampling_params(self, n: int, limit: int, settings: SamplingSettings, seed: int | None):
+        from vllm import SamplingParams
+
+        greedy = settings.temperature == 0
+        # ignore_eos + stop_token_ids: stop at the tokenizer's EOS only (as the torch engine does),
+        # not at extra end ids a generation_config.json may list; the stop token stays in token_ids.
+        return SamplingParams(
+            n=n, temperature=settings.temperature, top_p=1.0 if greedy else settings.top_p,
+            max_tokens=limit, logprobs=0, ignore_eos=True, stop_token_ids=[self.eos_id], detokenize=False,
+            seed=seed,
+        )
+
+    def _completion(self, sample) -> Completion:
+        """Token ids with EOS kept last when the model stopped, and each token's sampler log-prob."""
+        tokens = tuple(sample.token_ids)
+        if sample.logprobs is None or len(sample.logprobs) != len(tokens):
+            raise RuntimeError("vLLM returned no log-prob for some sampled tokens; was logprobs=0 dropped?")
+        logprobs = tuple(position[token].logprob for position, token in zip(sample.logprobs, tokens))
+        finished = FINISH_STOP if tokens and tokens[-1] == self.eos_id else FINISH_LENGTH
+        return Completion(tokens, logprobs, finished)
+
+    @torch.no_grad()
+    def update_weights(self, model) -> None:
+        """Send `model`'s state dict to vLLM as safetensors blobs (whole layers each), then drop the prefix cache."""
+        from safetensors.torch import save
+
+        started = time.perf_counter()
+        dtype = self.llm.llm_engine.model_config.dtype  # what "auto" resolved to
+        for bucket in weight_buckets(model.state_dict(), dtype, self.update_bucket_bytes):
+            self.llm.collective_rpc("load_weights_from_safetensors", args=(save(bucket),))
+        if not self.llm.reset_prefix_cache():
+            raise RuntimeError("vLLM refused to reset its prefix cache after a weight update; "
+                               "requests were still running")
+        self.last_update_seconds = time.perf_counter() - started
+
+    def close(self) -> None:
+        """Shut vLLM's engine down and free its memory; the engine is unusable afterwards."""
+        if self.llm is None:
+            return
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        self.llm.llm_engine.engine_core.shutdown()
+        self.llm = None
+        gc.collect()
+        cleanup_dist_env_and_memory()  # process groups, then the accelerator's cached memory
+
+
+def layer_groups(state_dict: dict[str, torch.Tensor]):
+    """Lists of (name, tensor), one per decoder layer or other module, in state-dict order.
+
+    A tensor sharing storage with an earlier one (tied embeddings) is left out: safetensors
+    refuses shared tensors, and vLLM fills a tied head from the embedding.
+    """
+    group, group_key, seen = [], None, set()
+    for name, tensor in state_dict.items():
+        identity = (tensor.device, tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        match = _LAYER_PREFIX.match(name)
+        key = match.group(1) if match else name.rpartition(".")[0]
+        if group and key != group_key:
+            yield group
+            group = []
+        group_key = key
+        group.append((name, tensor))
+    if group:
+        yield group
+
+
+def weight_buckets(state_dict: dict[str, torch.Tensor], dtype: torch.dtype, bucket_bytes: int):
+    """Dicts of contiguous CPU tensors (floating ones cast to `dtype`) of whole layers, about bucket_bytes each.
+
+    Whole layers, because vLLM fuses some weights (q, k and v; gate and up) and reloads a fused
+    weight only once all its parts arrived. Only one bucket is copied to the CPU at a time.
+    """
+    bucket, size = {}, 0
+    for group in layer_groups(state_dict):
+        group_bytes = sum(tensor.numel() * dtype.itemsize if tensor.is_floating_point()
+                          else tensor.numel() * tensor.element_size() for _, tensor in group)
+        if bucket and size + group_bytes > bucket_bytes:
+            yield bucket
+            bucket, size = {}, 0
+        for name, tensor in group:
+            tensor = tensor.detach().to("cpu", dtype) if tensor.is_floating_point() else tensor.detach().cpu()
+            bucket[name] = tensor.contiguous()
+        size += group_bytes
+    if bucket:
+        yield bucket
+
+
+def build(model, tokenizer, model_path: str, config) -> VllmRolloutEngine:
+    """An engine over the saved `model_path`, then serving `model`'s current (in-memory) weights."""
+    engine = VllmRolloutEngine(
+        model_path, tokenizer.eos_token_id, model_dtype=next(model.parameters()).dtype,
+        seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
+    )
+    engine.update_weights(model)
+    return engine

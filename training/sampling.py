@@ -1,0 +1,166 @@
+"""Problem samplers of METHOD.md section 5: uniform, curriculum (easy to hard) and prioritized (1 - s_i).
+
+Every sampler records each problem's observed success as a count-weighted running mean
+(`update`), gives a probability per problem for an iteration (counted from 1), draws indices
+with a caller's numpy Generator, and saves its state so a resumed run draws the same problems.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from common.registry import Registry
+
+samplers = Registry("sampling strategy", {
+    "uniform": "training.sampling:UniformSampler",
+    "curriculum": "training.sampling:CurriculumSampler",
+    "prioritized": "training.sampling:PrioritizedSampler",
+})
+
+DIFFICULTY_LADDER = ("easy", "medium", "hard", "expert")
+
+
+class ProblemSampler:
+    """Shared parts: success bookkeeping, drawing indices and state."""
+
+    def __init__(self, n: int):
+        if n < 1:
+            raise ValueError(f"a sampler needs at least one problem; got n={n}")
+        self.n = n
+        self.success_sum = np.zeros(n, dtype=np.float64)  # (n,) sum of observed success rates
+        self.observations = np.zeros(n, dtype=np.float64)  # (n,) how many were observed
+
+    def success_rates(self) -> np.ndarray:
+        """(n,) running mean of observed success; 0 for a problem never observed."""
+        return np.divide(self.success_sum, self.observations, out=np.zeros(self.n),
+                         where=self.observations > 0)
+
+    def update(self, indices: Sequence[int], success_rates: Sequence[float]) -> None:
+        """Record one observation per entry: indices (m,) problems, success_rates (m,) in [0, 1]."""
+        indices = np.asarray(indices, dtype=np.int64)
+        rates = np.asarray(success_rates, dtype=np.float64)
+        if indices.shape != rates.shape or indices.ndim != 1:
+            raise ValueError(f"indices and success_rates must be (m,) arrays of one length; "
+                             f"got {indices.shape} and {rates.shape}")
+        if indices.size and (indices.min() < 0 or indices.max() >= self.n):
+            raise ValueError(f"problem indices must lie in [0, {self.n}); got {indices.tolist()}")
+        if not np.all((rates >= 0) & (rates <= 1)):
+            raise ValueError(f"success rates must lie in [0, 1]; got {rates.tolist()}")
+        np.add.at(self.success_sum, indices, rates)  # an index drawn twice counts twice
+        np.add.at(self.observations, indices, 1.0)
+
+    def probabilities(self, iteration: int) -> np.ndarray:
+        """(n,) probability of drawing each problem at `iteration`; sums to 1."""
+        raise NotImplementedError
+
+    def sample(self, iteration: int, count: int, rng: np.random.Generator) -> np.ndarray:
+        """(count,) problem indices; without replacement when enough problems have probability > 0."""
+        probabilities = self.probabilities(iteration)
+        replace = count > int(np.count_nonzero(probabilities))
+        return rng.choice(self.n, size=max(count, 0), replace=replace, p=probabilities).astype(np.int64)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain (JSON-ready) state."""
+        return {"n": self.n, "success_sum": self.success_sum.tolist(), "observations": self.observations.tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["n"] != self.n:
+            raise ValueError(f"the saved sampler covers {state['n']} problems, this one {self.n}")
+        self.success_sum = np.asarray(state["success_sum"], dtype=np.float64).copy()
+        self.observations = np.asarray(state["observations"], dtype=np.float64).copy()
+
+
+class UniformSampler(ProblemSampler):
+    """Every problem equally likely."""
+
+    @classmethod
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "UniformSampler":
+        return cls(len(records))
+
+    def probabilities(self, iteration: int) -> np.ndarray:
+        return np.full(self.n, 1.0 / self.n)
+
+
+def difficulty_sort_key(label: str) -> tuple:
+    """Orders labels: the ladder (easy < medium < hard < expert), then numbers, then others A-Z, then ""."""
+    text = (label or "").strip()
+    lowered = text.lower()
+    if lowered in DIFFICULTY_LADDER:
+        return (0, DIFFICULTY_LADDER.index(lowered), "")
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number):
+        return (1, number, "")
+    if text:
+        return (2, 0.0, text)
+    return (3, 0.0, "")  # unlabelled problems come last: their difficulty is unknown
+
+
+class CurriculumSampler(ProblemSampler):
+    """Uniform over a pool that widens from the easiest difficulty level to all of them.
+
+    With L levels, the pool at iteration t holds the levels with index < ceil(L * min(1, t / T)),
+    at least one, where T is `curriculum_iterations`.
+    """
+
+    def __init__(self, difficulties: Sequence[str], curriculum_iterations: int):
+        super().__init__(len(difficulties))
+        if curriculum_iterations < 1:
+            raise ValueError(f"curriculum_iterations must be at least 1; got {curriculum_iterations}")
+        self.curriculum_iterations = curriculum_iterations
+        self.levels = sorted({(label or "").strip() for label in difficulties}, key=difficulty_sort_key)
+        level_of = {label: index for index, label in enumerate(self.levels)}
+        self.level_index = np.array([level_of[(label or "").strip()] for label in difficulties],
+                                    dtype=np.int64)  # (n,)
+
+    @classmethod
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "CurriculumSampler":
+        return cls([record.difficulty for record in records], curriculum_iterations)
+
+    def levels_open_at(self, iteration: int) -> int:
+        """How many of the easiest levels are in the pool at `iteration`."""
+        step = min(max(iteration, 0), self.curriculum_iterations)
+        opened = -(-len(self.levels) * step // self.curriculum_iterations)  # exact integer ceil
+        return max(1, opened)
+
+    def probabilities(self, iteration: int) -> np.ndarray:
+        in_pool = self.level_index < self.levels_open_at(iteration)
+        return in_pool / in_pool.sum()
+
+
+class PrioritizedSampler(ProblemSampler):
+    """Probability proportional to 1 - s_i, with s_i the running mean success; uniform when all are solved.
+
+    A prior pass rate counts as one observation; a None prior means no observation (s_i = 0).
+    """
+
+    def __init__(self, n: int, initial_success: Sequence[float | None] | None = None):
+        super().__init__(n)
+        if initial_success is not None:
+            if len(initial_success) != n:
+                raise ValueError(f"initial_success has {len(initial_success)} entries for {n} problems")
+            given = [(index, rate) for index, rate in enumerate(initial_success) if rate is not None]
+            if given:
+                indices, rates = zip(*given)
+                self.update(list(indices), list(rates))
+
+    @classmethod
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "PrioritizedSampler":
+        return cls(len(records), [record.pass_rate for record in records])
+
+    def probabilities(self, iteration: int) -> np.ndarray:
+        weights = np.clip(1.0 - self.success_rates(), 0.0, None)  # (n,); clip guards rounding above 1
+        total = weights.sum()
+        if total <= 0:
+            return np.full(self.n, 1.0 / self.n)
+        return weights / total
+
+
+def make_sampler(strategy: str, records: Sequence[Any], curriculum_iterations: int) -> ProblemSampler:
+    """The sampler named `strategy` over `records` (objects with .difficulty and .pass_rate)."""
+    return samplers.get(strategy).from_records(records, curriculum_iterations)

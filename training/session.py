@@ -1,0 +1,101 @@
+"""Everything one RL run holds between iterations, built fresh or restored from a checkpoint."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from common.knobs import config_to_dict
+from training.checkpoint import latest_checkpoint, restore_rng, rng_state, save_checkpoint
+from training.config import RLConfig
+from training.models.loading import load_model, load_tokenizer, resolve_model_path
+from training.prompting import prompt_ids
+from training.rollout import rollout_engines
+from training.sampling import ProblemSampler, make_sampler
+from training.sft import warmup_sft
+from training.tasks.arithmetic import warmup_traces
+from training.trainer.torch_trainer import TorchTrainer
+from training.trajectories import ReplayBuffer
+from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks
+
+WARMUP_TRACES = 20000
+
+
+@dataclass
+class RunSession:
+    config: RLConfig
+    records: Sequence[PromptRecord]
+    prompts: list[tuple[int, ...]]
+    tokenizer: object
+    trainer: TorchTrainer
+    engine: object
+    sampler: ProblemSampler
+    buffer: ReplayBuffer
+    numpy_rng: np.random.Generator
+    paths: RunPaths
+    next_iteration: int
+
+    @property
+    def model(self):
+        return self.trainer.model
+
+    def save(self, iteration: int) -> CheckpointReport:
+        state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
+                 "replay_buffer": self.buffer.state_dict()}
+        return save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
+                               config_to_dict(self.config), state)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths,
+                  hooks: TrainingHooks) -> RunSession:
+    """Resume from the run's newest checkpoint, or load the base model (and warm it up with SFT)."""
+    if not records:
+        raise ValueError("the prompt set is empty: add prompts before launching a run")
+    numpy_rng = seed_everything(config.seed)
+    resume = latest_checkpoint(paths.output_dir)
+    model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
+    tokenizer = load_tokenizer(model_path)
+    trainer = TorchTrainer(load_model(model_path), config)
+    sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations)
+    buffer = ReplayBuffer()
+    if resume:
+        hooks.log(f"resuming from {resume.path.name} (iteration {resume.iteration})")
+        restore_rng(resume.state["rng"], numpy_rng)
+        sampler.load_state_dict(resume.state["sampler"])
+        buffer.load_state_dict(resume.state["replay_buffer"])
+    session = RunSession(
+        config=config, records=records, prompts=[prompt_ids(r.problem, tokenizer) for r in records],
+        tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,
+        paths=paths, next_iteration=resume.iteration + 1 if resume else 1,
+    )
+    if not resume and config.warmup_sft_steps > 0:
+        run_warmup(session, hooks)
+    session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path, config)
+    return session
+
+
+def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
+    """Long-CoT warm-up SFT on synthetic traces, saved as checkpoint 0 so a resume skips it."""
+    config = session.config
+    examples = [(problem.problem, response) for problem, response in warmup_traces(WARMUP_TRACES, seed=config.seed)]
+    hooks.log(f"warm-up SFT: {config.warmup_sft_steps} steps on packed traces")
+    report_every = max(1, config.warmup_sft_steps // 10)
+    warmup_sft(session.model, session.tokenizer, examples, steps=config.warmup_sft_steps,
+               batch_size=config.warmup_sft_batch_size, block_length=config.warmup_sft_sequence_length,
+               learning_rate=config.warmup_sft_learning_rate, seed=config.seed,
+               on_step=lambda step, loss: hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
+               if step % report_every == 0 else None)
+    hooks.on_checkpoint(session.save(0))

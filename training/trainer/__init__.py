@@ -1,0 +1,1 @@
+"""Trainer backends: per-token log-probs, loss step, state dict out."""

@@ -1,0 +1,70 @@
+"""Trajectories built in segments across iterations, their groups, and the replay buffer.
+
+A group is the k responses to one problem. With partial rollouts a response may need several
+iterations; every token remembers the iteration that generated it, so the loss can leave out
+old segments. A group is trained on once all its responses are finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Trajectory:
+    prompt_ids: tuple[int, ...]
+    response_ids: list[int] = field(default_factory=list)
+    token_iterations: list[int] = field(default_factory=list)  # per response token: iteration that made it
+    finish_reason: str | None = None  # None while unfinished
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def extend(self, token_ids, iteration: int) -> None:
+        self.response_ids.extend(token_ids)
+        self.token_iterations.extend([iteration] * len(token_ids))
+
+    def tokens_before(self, iteration: int) -> int:
+        """Response tokens generated in earlier iterations (reused, not regenerated)."""
+        return sum(1 for made_in in self.token_iterations if made_in < iteration)
+
+
+@dataclass
+class Group:
+    problem_index: int
+    started_iteration: int
+    trajectories: list[Trajectory]
+
+    @property
+    def finished(self) -> bool:
+        return all(trajectory.finished for trajectory in self.trajectories)
+
+
+class ReplayBuffer:
+    """Groups whose responses are still being generated, carried to the next iteration."""
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def park(self, groups: list[Group]) -> None:
+        self.groups.extend(groups)
+
+    def take_all(self) -> list[Group]:
+        groups, self.groups = self.groups, []
+        return groups
+
+    def state_dict(self) -> list[dict]:
+        return [asdict(group) for group in self.groups]
+
+    def load_state_dict(self, state: list[dict]) -> None:
+        self.groups = [
+            Group(problem_index=item["problem_index"], started_iteration=item["started_iteration"],
+                  trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
+                                           token_iterations=list(t["token_iterations"]),
+                                           finish_reason=t["finish_reason"]) for t in item["trajectories"]])
+            for item in state
+        ]
