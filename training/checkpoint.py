@@ -3,6 +3,8 @@
 Layout of `<output_dir>/checkpoints/iteration-000012/`: config.json, model.safetensors, tokenizer
 files (loadable by any Hugging Face tool and by vLLM), `mirrorlab_config.json` (the resolved run
 config) and `training_state.pt` (iteration, RNG states, sampler statistics, replay buffer).
+Under torchrun the replay buffer holds every rank's parked groups in rank order, with each
+rank's count in `replay_buffer_rank_sizes` (see `replay_buffer_state`, `replay_buffer_for_rank`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from training.distributed import share_bounds
 from training.types import CheckpointReport
 
 STATE_FILE = "training_state.pt"
@@ -44,6 +47,23 @@ def restore_rng(state: dict[str, Any], numpy_rng: np.random.Generator) -> None:
     random.setstate(state["python"])
     numpy_rng.bit_generator.state = state["numpy"]
     torch.set_rng_state(state["torch"])
+
+
+def replay_buffer_state(rank_buffers: list[list[dict]]) -> dict[str, Any]:
+    """The checkpoint entries of every rank's replay buffer (in rank order): one flat list plus the counts."""
+    return {"replay_buffer": [group for buffer in rank_buffers for group in buffer],
+            "replay_buffer_rank_sizes": [len(buffer) for buffer in rank_buffers]}
+
+
+def replay_buffer_for_rank(state: dict[str, Any], rank: int, world_size: int) -> list[dict]:
+    """A rank's parked groups on resume: its own when the world size is unchanged, else an even share."""
+    groups = state["replay_buffer"]
+    sizes = state.get("replay_buffer_rank_sizes") or [len(groups)]  # absent: a single-process checkpoint
+    if len(sizes) == world_size:
+        start = sum(sizes[:rank])
+        return groups[start:start + sizes[rank]]
+    start, stop = share_bounds(len(groups), rank, world_size)
+    return groups[start:stop]
 
 
 def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: dict[str, Any],

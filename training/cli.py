@@ -3,6 +3,8 @@
 The YAML holds the RL knobs (see the README's table) plus three keys of its own:
 `prompts` (`synthetic-arithmetic`, or a JSONL/CSV prompt file), `prompt_count` (synthetic only)
 and `output_dir` (checkpoints; a second run with the same folder resumes).
+Data parallel over N processes: `torchrun --nproc_per_node N -m training.cli config.yaml`
+(see training/distributed.py).
 """
 
 from __future__ import annotations
@@ -82,16 +84,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(yaml.safe_dump({**cli, **config_to_dict(config)}, sort_keys=False))
         return 0
+    from training import distributed
     from training.engines import trainer_backends
 
     records = load_prompts(str(cli["prompts"]), int(cli["prompt_count"]), config.seed)
-    hooks, bar = progress_hooks(config.iterations)
     paths = RunPaths(output_dir=Path(cli["output_dir"]), models_dir=args.models_dir)
+    context = distributed.init_from_environment()  # under torchrun: join the process group
+    hooks, bar = progress_hooks(config.iterations) if context.is_main else (TrainingHooks(), None)
     try:
         outcome = trainer_backends.get(config.trainer_backend)(config, records, paths, hooks)
     finally:
-        bar.close()
-    print(f"done: {outcome.iterations_done} iterations; checkpoints in {paths.output_dir / 'checkpoints'}")
+        if bar is not None:
+            bar.close()
+        distributed.shutdown()
+    if context.is_main:
+        print(f"done: {outcome.iterations_done} iterations; checkpoints in {paths.output_dir / 'checkpoints'}")
     return 0
 
 

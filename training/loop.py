@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import torch
 
+from training import distributed
 from training.batch import build_policy_batch
 from training.collect import RolloutLimits, collect_rollouts, new_groups
 from training.config import RLConfig
@@ -20,12 +23,17 @@ REPEAT_LIMITS = {"max_period": 32, "min_repeats": 4, "min_span": 16}
 
 
 def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hooks: TrainingHooks) -> TrainingOutcome:
-    """Train until `config.iterations`, resuming from the newest checkpoint; stops early when asked."""
+    """Train until `config.iterations`, resuming from the newest checkpoint; stops early when asked.
+
+    Under torchrun every rank calls this (see training/distributed.py); hooks fire on the main rank only.
+    """
+    context = distributed.init_from_environment()
+    hooks = hooks if context.is_main else TrainingHooks()
     session = start_session(config, records, paths, hooks)
     last_saved = session.next_iteration - 1
     try:
         for iteration in range(session.next_iteration, config.iterations + 1):
-            if hooks.should_stop():
+            if distributed.broadcast_from_main(hooks.should_stop()):  # asked on the main rank, obeyed by all
                 if last_saved < iteration - 1:
                     hooks.on_checkpoint(session.save(iteration - 1))
                 return TrainingOutcome(iterations_done=iteration - 1, stopped_early=True)
@@ -41,33 +49,82 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:
     """Sample problems, roll out, score, update the policy, hand the new weights to the rollout engine."""
     started = time.perf_counter()
-    config = session.config
+    config, context = session.config, session.context
     groups = session.buffer.take_all()
-    fresh = session.sampler.sample(iteration, max(0, config.batch_size - len(groups)), session.numpy_rng)
+    fresh = draw_problems(session, iteration, parked=len(groups))
     groups += new_groups(fresh, session.prompts, iteration, config.samples_per_problem)
     settings = SamplingSettings(max_new_tokens=config.max_response_tokens, temperature=config.temperature,
-                                seed=config.seed * 1_000_003 + iteration)
+                                seed=(config.seed * 1_000_003 + iteration) * context.world_size + context.rank)
     limits = RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget, config.samples_per_problem)
     rollouts = collect_rollouts(session.engine, groups, session.buffer, settings, limits, iteration,
                                 REPEAT_LIMITS if config.repeat_penalty > 0 else None)
-    update, scored = {}, None
-    if rollouts.finished:
-        scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration)
-        session.sampler.update([g.problem_index for g in rollouts.finished], scored.correct.mean(dim=1).tolist())
+    scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration) \
+        if rollouts.finished else None
+    batch_results = merge_results(distributed.all_gather_objects(
+        rank_results(rollouts.finished, scored, rollouts.tokens_generated, len(session.buffer), iteration)))
+    update = {}
+    if batch_results.scored is not None:  # some rank finished a group: all ranks take part in the update
+        session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
         batch = build_policy_batch(rollouts.finished, session.tokenizer.pad_token_id, iteration,
-                                   config.exclude_segments_older_than)
-        update = session.trainer.update(batch, scored.rewards)
+                                   config.exclude_segments_older_than) if rollouts.finished else None
+        update = session.trainer.update(batch, scored.rewards if scored is not None else None)
         session.engine.update_weights(session.model)
-    return iteration_report(iteration, rollouts.finished, scored, update, rollouts.tokens_generated,
-                            len(session.buffer), time.perf_counter() - started)
+    return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
 
 
-def iteration_report(iteration: int, finished: list[Group], scored: ScoredGroups | None, update: dict,
-                     tokens_generated: int, parked: int, seconds: float) -> IterationReport:
-    """Metrics of one iteration (accuracy and lengths over the responses trained on)."""
-    lengths = scored.lengths.flatten().numpy() if scored is not None else np.zeros(0)
+def draw_problems(session: RunSession, iteration: int, parked: int) -> np.ndarray:
+    """This rank's fresh problems, topping its share of `batch_size` up after the groups it continues.
+
+    Every rank draws the whole batch with the same sampler state and generator and keeps its slice.
+    """
+    context = session.context
+    wanted = []  # fresh problems per rank
+    for rank, parked_there in enumerate(distributed.all_gather_objects(parked)):
+        start, stop = distributed.share_bounds(session.config.batch_size, rank, context.world_size)
+        wanted.append(max(0, stop - start - parked_there))
+    drawn = session.sampler.sample(iteration, sum(wanted), session.numpy_rng)
+    first = sum(wanted[:context.rank])
+    return drawn[first:first + wanted[context.rank]]
+
+
+@dataclass(frozen=True)
+class RolloutResults:
+    """What the iteration's rollouts measured, on one rank or (merged) on all of them."""
+
+    scored: ScoredGroups | None  # (G, k) tensors of the finished groups; None when none finished
+    problem_indices: list[int]  # (G,) problem of each finished group
+    tokens_generated: int
+    tokens_reused: int
+    parked: int
+
+
+def rank_results(finished: list[Group], scored: ScoredGroups | None, tokens_generated: int, parked: int,
+                 iteration: int) -> RolloutResults:
+    """This rank's part of the iteration's results."""
     reused = sum(t.tokens_before(iteration) for group in finished for t in group.trajectories)
-    extra = {"groups_trained": float(len(finished)), "groups_parked": float(parked)}
+    return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
+                          tokens_generated=tokens_generated, tokens_reused=reused, parked=parked)
+
+
+def merge_results(parts: list[RolloutResults]) -> RolloutResults:
+    """All ranks' results as one batch (groups in rank order)."""
+    scored = [part.scored for part in parts if part.scored is not None]
+    merged = None
+    if scored:
+        merged = ScoredGroups(**{name: torch.cat([getattr(s, name) for s in scored])
+                                 for name in ("correct", "rewards", "lengths", "repeated", "truncated")},
+                              length_weight=scored[0].length_weight)
+    return RolloutResults(scored=merged, problem_indices=[index for part in parts for index in part.problem_indices],
+                          tokens_generated=sum(part.tokens_generated for part in parts),
+                          tokens_reused=sum(part.tokens_reused for part in parts),
+                          parked=sum(part.parked for part in parts))
+
+
+def iteration_report(iteration: int, results: RolloutResults, update: dict, seconds: float) -> IterationReport:
+    """Metrics of one iteration (accuracy and lengths over the responses trained on, on all ranks)."""
+    scored = results.scored
+    lengths = scored.lengths.flatten().numpy() if scored is not None else np.zeros(0)
+    extra = {"groups_trained": float(len(results.problem_indices)), "groups_parked": float(results.parked)}
     if scored is not None:
         extra |= {"mean_reward": float(scored.rewards.mean()), "length_penalty_weight": scored.length_weight,
                   "repeat_fraction": float(scored.repeated.float().mean()),
@@ -78,6 +135,6 @@ def iteration_report(iteration: int, finished: list[Group], scored: ScoredGroups
         train_accuracy=float(scored.correct.mean()) if scored is not None else None,
         mean_response_length=float(lengths.mean()) if lengths.size else None,
         p95_response_length=float(np.percentile(lengths, 95)) if lengths.size else None,
-        loss=update.get("loss"), kl=update.get("kl"), tokens_generated=tokens_generated, tokens_reused=reused,
-        seconds=seconds, extra=extra,
+        loss=update.get("loss"), kl=update.get("kl"), tokens_generated=results.tokens_generated,
+        tokens_reused=results.tokens_reused, seconds=seconds, extra=extra,
     )

@@ -10,7 +10,10 @@ import numpy as np
 import torch
 
 from common.knobs import config_to_dict
-from training.checkpoint import latest_checkpoint, restore_rng, rng_state, save_checkpoint
+from training import distributed
+from training.checkpoint import (
+    latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state, save_checkpoint,
+)
 from training.config import RLConfig
 from training.models.loading import load_model, load_tokenizer, resolve_model_path
 from training.prompting import prompt_ids
@@ -38,16 +41,23 @@ class RunSession:
     numpy_rng: np.random.Generator
     paths: RunPaths
     next_iteration: int
+    context: distributed.DistributedContext = distributed.SINGLE_PROCESS
 
     @property
     def model(self):
         return self.trainer.model
 
-    def save(self, iteration: int) -> CheckpointReport:
-        state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
-                 "replay_buffer": self.buffer.state_dict()}
-        return save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
-                               config_to_dict(self.config), state)
+    def save(self, iteration: int) -> CheckpointReport | None:
+        """Every rank calls it; the main rank writes (with all ranks' replay buffers) and returns the report."""
+        rank_buffers = distributed.all_gather_objects(self.buffer.state_dict())
+        report = None
+        if self.context.is_main:
+            state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
+                     **replay_buffer_state(rank_buffers)}
+            report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
+                                     config_to_dict(self.config), state)
+        distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
+        return report
 
     def close(self) -> None:
         self.engine.close()
@@ -64,8 +74,10 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     """Resume from the run's newest checkpoint, or load the base model (and warm it up with SFT)."""
     if not records:
         raise ValueError("the prompt set is empty: add prompts before launching a run")
+    context = distributed.current_context()
     numpy_rng = seed_everything(config.seed)
     resume = latest_checkpoint(paths.output_dir)
+    check_same_checkpoint(resume.iteration if resume else None, paths)
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
     trainer = TorchTrainer(load_model(model_path), config)
@@ -75,11 +87,11 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         hooks.log(f"resuming from {resume.path.name} (iteration {resume.iteration})")
         restore_rng(resume.state["rng"], numpy_rng)
         sampler.load_state_dict(resume.state["sampler"])
-        buffer.load_state_dict(resume.state["replay_buffer"])
+        buffer.load_state_dict(replay_buffer_for_rank(resume.state, context.rank, context.world_size))
     session = RunSession(
         config=config, records=records, prompts=[prompt_ids(r.problem, tokenizer) for r in records],
         tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,
-        paths=paths, next_iteration=resume.iteration + 1 if resume else 1,
+        paths=paths, next_iteration=resume.iteration + 1 if resume else 1, context=context,
     )
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
@@ -98,4 +110,13 @@ def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
                learning_rate=config.warmup_sft_learning_rate, seed=config.seed,
                on_step=lambda step, loss: hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
                if step % report_every == 0 else None)
+    distributed.broadcast_module(session.model)  # every rank warmed up alike; make the weights identical
     hooks.on_checkpoint(session.save(0))
+
+
+def check_same_checkpoint(iteration: int | None, paths: RunPaths) -> None:
+    """Under torchrun every rank must resume from the same checkpoint (a shared output_dir)."""
+    seen = distributed.all_gather_objects(iteration)
+    if len(set(seen)) > 1:
+        raise RuntimeError(f"ranks see different newest checkpoints in {paths.output_dir} (iterations by rank: "
+                           f"{seen}); put output_dir on storage that every node shares")

@@ -12,6 +12,7 @@ from training.config import RLConfig
 from training.engines import trainer_backends
 from common.knobs import parse_config
 from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, TrainingHooks
+from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun
 from workers.jobs import JobCancelled
 
@@ -44,11 +45,24 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
         )
 
 
-def record_checkpoint(run: RLRun, report: CheckpointReport) -> None:
-    """One row per saved iteration (a resumed run that saves the same iteration again updates it)."""
-    Checkpoint.objects.update_or_create(project_id=run.project_id, run=run, iteration=report.iteration,
-                                        defaults={"path": str(report.path), "size_bytes": report.size_bytes})
+def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) -> None:
+    """One row per saved iteration (a resumed run that saves the same iteration again updates it),
+    and an evaluation of it on the run's suite when the cadence says so."""
+    checkpoint, _ = Checkpoint.objects.update_or_create(
+        project_id=run.project_id, run=run, iteration=report.iteration,
+        defaults={"path": str(report.path), "size_bytes": report.size_bytes})
     RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} ({report.size_bytes / 1e6:.1f} MB)")
+    if run.evaluation_suite_id and evaluation_due(config, report.iteration):
+        evaluation = launch_evaluation(project_id=run.project_id, suite_id=run.evaluation_suite_id,
+                                       checkpoint=checkpoint, rollout_engine=config.rollout_engine,
+                                       seed=config.seed, owner_id=run.owner_id)
+        RLRun.append_log(run.pk, f"queued evaluation #{evaluation.pk} of iteration {report.iteration}")
+
+
+def evaluation_due(config: RLConfig, iteration: int) -> bool:
+    """Every `evaluate_every_iterations` (the warm-up checkpoint 0 included), and always at the end."""
+    every = config.evaluate_every_iterations
+    return iteration == config.iterations or (every > 0 and iteration % every == 0)
 
 
 def log_progress(run: RLRun, line: str) -> None:
@@ -69,7 +83,7 @@ def run_rl_job(run: RLRun) -> None:
     backend = trainer_backends.get(config.trainer_backend)
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
-        on_checkpoint=lambda report: record_checkpoint(run, report),
+        on_checkpoint=lambda report: record_checkpoint(run, config, report),
         log=lambda line: log_progress(run, line),
         should_stop=lambda: RLRun.objects.filter(pk=run.pk, cancel_requested=True).exists(),
     )

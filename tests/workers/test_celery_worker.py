@@ -77,3 +77,18 @@ def test_a_run_abandoned_by_a_dead_worker_is_requeued_and_finished(celery_worker
     assert requeue_abandoned_jobs() == [("rl_run", run.pk)]
     assert wait_for(lambda: status_of(run), 60, "the re-queued run to finish") == JobStatus.SUCCEEDED
     assert run.worker != "dead-host:1" and "re-queued" in run.log
+
+
+def test_the_worker_trains_a_real_run_on_the_tiny_model(celery_worker_process, project, prompt_set, alice):
+    from webapp.runs.models import Checkpoint
+
+    run = launch_run(project=project, name="tiny", prompt_set=prompt_set, owner=alice, config=config_to_dict(
+        parse_config(RLConfig, {"iterations": 2, "batch_size": 2, "samples_per_problem": 2, "max_response_tokens": 8,
+                                "checkpoint_every_iterations": 1})))
+    assert wait_for(lambda: status_of(run), 180, "the tiny run to finish") == JobStatus.SUCCEEDED, run.traceback
+    metrics = list(IterationMetric.objects.filter(run=run).order_by("iteration"))
+    assert [m.iteration for m in metrics] == [1, 2]
+    assert all(m.tokens_generated > 0 and m.mean_response_length <= 8 for m in metrics)
+    checkpoints = Checkpoint.objects.filter(run=run).order_by("iteration")
+    assert [c.iteration for c in checkpoints] == [1, 2]
+    assert all(c.size_bytes > 1_000_000 and c.path.endswith(f"iteration-{c.iteration:06d}") for c in checkpoints)

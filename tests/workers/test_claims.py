@@ -47,3 +47,22 @@ def test_execute_job_records_success_and_failure_on_the_row(run):
     assert execute_job("rl_run", run.pk, explode) == JobStatus.FAILED
     run.refresh_from_db()
     assert run.error == "RuntimeError: out of memory on rank 0" and "explode" in run.traceback
+
+
+def test_checkpoints_queue_evaluations_on_the_run_suite_at_the_cadence(run, suite, settings):
+    from pathlib import Path
+
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.types import CheckpointReport
+    from webapp.evals.models import EvalRun
+    from workers.rl_job import record_checkpoint
+
+    RLRun.objects.filter(pk=run.pk).update(evaluation_suite=suite)
+    run.refresh_from_db()
+    config = parse_config(RLConfig, {"iterations": 6, "evaluate_every_iterations": 4, "checkpoint_every_iterations": 2})
+    for iteration in (0, 2, 4, 6):
+        record_checkpoint(run, config, CheckpointReport(iteration, Path(f"/tmp/c{iteration}"), 10))
+    evaluated = sorted(EvalRun.objects.filter(suite=suite).values_list("checkpoint__iteration", flat=True))
+    assert evaluated == [0, 4, 6]
+    assert all(e.status == JobStatus.QUEUED for e in EvalRun.objects.all())

@@ -9,6 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from training import distributed
 from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
 
@@ -22,10 +23,10 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor)
 class TorchTrainer:
     def __init__(self, model, config, device: torch.device | None = None):
         self.config = config
-        self.device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or default_device()
         self.model = model.to(self.device)
-        self.distributed = torch.distributed.is_available() and torch.distributed.is_initialized() \
-            and torch.distributed.get_world_size() > 1
+        self.world_size = distributed.current_context().world_size
+        self.distributed = self.world_size > 1
         self.wrapped = torch.nn.parallel.DistributedDataParallel(self.model) if self.distributed else self.model
         self.use_bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
 
@@ -50,29 +51,64 @@ class TorchTrainer:
         sequence, tokens = self.sequence_logprobs(batch, slice(0, batch.groups * batch.samples), grad=False)
         return sequence.view(batch.groups, batch.samples), tokens
 
-    def update(self, batch: PolicyBatch, rewards: torch.Tensor) -> dict[str, float]:
-        """Gradient steps on one iteration's batch, from a freshly reset optimizer."""
+    def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
+        """Gradient steps on one iteration's batch, from a freshly reset optimizer.
+
+        Under DDP every rank passes its own groups (None when it has none) and gets metrics of the
+        whole batch: the loss is the mean over all ranks' groups (see `_accumulate`).
+        """
         config = self.config
-        ref_sequence, ref_tokens = self.reference_logprobs(batch)
+        total_groups = int(distributed.all_reduce_sum({"groups": batch.groups if batch else 0})["groups"])
+        ref_sequence, ref_tokens = self.reference_logprobs(batch) if batch else (None, None)
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=0.0)
-        groups_per_micro = max(1, config.micro_batch_size // batch.samples)
         self.model.train()
         losses, grad_norms = [], []
         for _ in range(config.gradient_steps_per_iteration):
             optimizer.zero_grad(set_to_none=True)
-            step_loss = 0.0
-            for start in range(0, batch.groups, groups_per_micro):
-                groups = slice(start, min(start + groups_per_micro, batch.groups))
-                step_loss += self._accumulate(batch, groups, ref_sequence, rewards)
+            losses.append(self._backward_step(batch, ref_sequence, rewards, total_groups))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
             optimizer.step()
-            losses.append(step_loss)
-        return {"loss": losses[0], "final_loss": losses[-1], "grad_norm": grad_norms[0],
-                "kl": self.kl_to_reference(batch, ref_tokens)}
+        kl, kl_tokens = self.kl_to_reference(batch, ref_tokens) if batch else (0.0, 0)
+        totals = distributed.all_reduce_sum({"loss": losses[0], "final_loss": losses[-1],
+                                             "kl_sum": kl * kl_tokens, "kl_tokens": kl_tokens})
+        if self.distributed:  # token-weighted over ranks
+            kl = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
+        return {"loss": totals["loss"], "final_loss": totals["final_loss"], "grad_norm": grad_norms[0], "kl": kl}
+
+    def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
+                       rewards: torch.Tensor | None, total_groups: int) -> float:
+        """Backward of this rank's micro-batches; returns its share of the step's loss.
+
+        Under DDP gradients are averaged once per step, on the last micro-batch (the others run in
+        `no_sync`), so ranks with different numbers of micro-batches still meet in one all-reduce.
+        """
+        if batch is None:
+            self._backward_zero()
+            return 0.0
+        groups_per_micro = max(1, self.config.micro_batch_size // batch.samples)
+        step_loss = 0.0
+        for start in range(0, batch.groups, groups_per_micro):
+            groups = slice(start, min(start + groups_per_micro, batch.groups))
+            last = groups.stop == batch.groups
+            with contextlib.nullcontext() if last or not self.distributed else self.wrapped.no_sync():
+                step_loss += self._accumulate(batch, groups, ref_sequence, rewards, total_groups)
+        return step_loss
+
+    def _backward_zero(self) -> None:
+        """A rank without groups still joins the step's gradient all-reduce, with a zero gradient."""
+        input_ids = torch.zeros((1, 2), dtype=torch.long, device=self.device)
+        with self._autocast():
+            tokens = token_logprobs(self.wrapped, input_ids, torch.ones_like(input_ids))
+        (tokens.sum() * 0.0).backward()
 
     def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor,
-                    rewards: torch.Tensor) -> float:
-        """Backward of one micro-batch's share of the mean loss; returns that share."""
+                    rewards: torch.Tensor, total_groups: int) -> float:
+        """Backward of one micro-batch's share of the mean loss over all ranks' groups; returns that share.
+
+        The share is loss * groups_in_micro / total_groups. DDP averages gradients over ranks, so
+        each rank back-propagates world_size times its share: the average is then the gradient of
+        the sum of all shares, the mean over every group of the batch whatever the ranks' counts.
+        """
         sequence, _ = self.sequence_logprobs(batch, batch.rows(groups), grad=True)
         size = groups.stop - groups.start
         loss, _ = compute_policy_loss(
@@ -81,14 +117,20 @@ class TorchTrainer:
             valid=batch.valid[groups].to(self.device), token_counts=batch.token_counts[groups].to(self.device),
             tau=self.config.tau, log_z_estimate=self.config.log_z_estimate,
         )
-        share = loss * (size / batch.groups)
-        share.backward()
+        share = loss * (size / total_groups)
+        (share * self.world_size).backward()
         return float(share.detach())
 
     @torch.no_grad()
-    def kl_to_reference(self, batch: PolicyBatch, ref_tokens: torch.Tensor) -> float:
-        """KL estimate of the updated policy from pi_i over the batch's loss tokens."""
+    def kl_to_reference(self, batch: PolicyBatch, ref_tokens: torch.Tensor) -> tuple[float, int]:
+        """KL estimate of the updated policy from pi_i over the batch's loss tokens, and how many tokens."""
         self.model.eval()
         _, tokens = self.sequence_logprobs(batch, slice(0, batch.groups * batch.samples), grad=False)
-        value = token_kl(tokens, ref_tokens, batch.loss_mask.to(self.device))
-        return 0.0 if math.isnan(value) else value
+        mask = batch.loss_mask.to(self.device)
+        value = token_kl(tokens, ref_tokens, mask)
+        return (0.0 if math.isnan(value) else value), int(mask.sum())
+
+
+def default_device() -> torch.device:
+    """The current CUDA device (torchrun ranks set theirs from LOCAL_RANK), else the CPU."""
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")

@@ -6,12 +6,17 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from common.knobs import config_to_dict, parse_config
+from training.config import RLConfig
+from training.recipes import TINY_DEMO
 from training.tasks.arithmetic import generate
 from webapp.evals.models import BenchmarkSuite
 from webapp.projects.models import Project
 from common.prompt_files import ParsedPrompt
 from webapp.prompts.models import PromptSet
 from webapp.prompts.services import add_prompts
+from webapp.runs.models import RLRun
+from webapp.runs.services import launch_run
 
 DEMO_PROMPTS = 256
 
@@ -22,9 +27,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--username", default="demo")
         parser.add_argument("--password", default="demo")
+        parser.add_argument("--launch-run", action="store_true", dest="queue_run",
+                            help="queue the demo RL run (warm-up SFT, then RL on the tiny model) unless one exists")
 
     @transaction.atomic
-    def handle(self, *args, username: str, password: str, **options):
+    def handle(self, *args, username: str, password: str, queue_run: bool = False, **options):
         user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True,
                                                                                              "is_superuser": True})
         if created:
@@ -43,9 +50,21 @@ class Command(BaseCommand):
                              tags=("arithmetic",), difficulty=item.difficulty)
                 for index, item in enumerate(generate(DEMO_PROMPTS, seed=0))
             ])
-        BenchmarkSuite.objects.get_or_create(
+        suite, _ = BenchmarkSuite.objects.get_or_create(
             project=project, name="Synthetic arithmetic (held out)",
             defaults={"benchmarks": [{"benchmark": "synthetic-arithmetic", "samples_per_problem": 4,
                                       "max_tokens": 256, "temperature": 1.0, "top_p": 1.0, "limit": 64}]},
         )
+        if queue_run and not RLRun.objects.filter(project=project, name=DEMO_RUN_NAME).exists():
+            run = launch_run_row(project, prompt_set, user)
+            self.stdout.write(f"queued the demo RL run #{run.pk}: warm-up SFT, then {run.total_iterations} RL iterations")
         self.stdout.write(f"demo ready: log in as {username!r} (password {password!r} if it was just created)")
+
+
+DEMO_RUN_NAME = "Tiny demo: warm-up SFT, then RL"
+
+
+def launch_run_row(project, prompt_set, user) -> RLRun:
+    config = config_to_dict(parse_config(RLConfig, TINY_DEMO))
+    return launch_run(project=project, name=DEMO_RUN_NAME, prompt_set=prompt_set, owner=user, config=config,
+                      description="The README's demo: the tiny Qwen2 model learns multi-step arithmetic.")
