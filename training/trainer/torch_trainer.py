@@ -45,10 +45,17 @@ class TorchTrainer:
         return (tokens * mask).sum(dim=1), tokens
 
     @torch.no_grad()
+    def all_logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sequence (N,) and token (N, T-1) log-probs of every row, micro-batch by micro-batch, no grad."""
+        self.model.eval()
+        rows = batch.groups * batch.samples
+        parts = [self.sequence_logprobs(batch, slice(start, min(start + self.config.micro_batch_size, rows)),
+                                        grad=False) for start in range(0, rows, self.config.micro_batch_size)]
+        return torch.cat([part[0] for part in parts]), torch.cat([part[1] for part in parts])
+
     def reference_logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Sequence (G, k) and token (N, T-1) log-probs under the iteration's starting policy pi_i."""
-        self.model.eval()
-        sequence, tokens = self.sequence_logprobs(batch, slice(0, batch.groups * batch.samples), grad=False)
+        sequence, tokens = self.all_logprobs(batch)
         return sequence.view(batch.groups, batch.samples), tokens
 
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
@@ -124,8 +131,7 @@ class TorchTrainer:
     @torch.no_grad()
     def kl_to_reference(self, batch: PolicyBatch, ref_tokens: torch.Tensor) -> tuple[float, int]:
         """KL estimate of the updated policy from pi_i over the batch's loss tokens, and how many tokens."""
-        self.model.eval()
-        _, tokens = self.sequence_logprobs(batch, slice(0, batch.groups * batch.samples), grad=False)
+        _, tokens = self.all_logprobs(batch)
         mask = batch.loss_mask.to(self.device)
         value = token_kl(tokens, ref_tokens, mask)
         return (0.0 if math.isnan(value) else value), int(mask.sum())

@@ -1,0 +1,54 @@
+"""Benchmark data loaders: every benchmark's local files read into BenchmarkProblem lists.
+
+The caller passes the datasets folder (the layout of shared/datasets: <benchmark>/<file>);
+nothing here reads settings or the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from common.registry import UnknownEntry
+from evaluation.datasets.code_benchmarks import load_humaneval, load_livecodebench
+from evaluation.datasets.math_benchmarks import load_aime24, load_aime25, load_amc23, load_gsm8k, load_math500
+from evaluation.datasets.mathvista import load_mathvista
+from evaluation.datasets.problems import (
+    BenchmarkProblem,
+    DatasetError,
+    DatasetMissing,
+    ImagesMissing,
+    images_available,
+    require_images,
+)
+
+__all__ = [
+    "BenchmarkProblem", "DatasetError", "DatasetMissing", "ImagesMissing", "LOADERS", "default_data_dir",
+    "images_available", "load_aime24", "load_aime25", "load_amc23", "load_benchmark", "load_gsm8k",
+    "load_humaneval", "load_livecodebench", "load_math500", "load_mathvista", "require_images",
+]
+
+Loader = Callable[..., list[BenchmarkProblem]]  # (data_dir: Path, limit: int | None = None)
+
+LOADERS: dict[str, Loader] = {
+    "aime24": load_aime24,
+    "aime25": load_aime25,
+    "amc23": load_amc23,
+    "math500": load_math500,
+    "gsm8k": load_gsm8k,
+    "livecodebench": load_livecodebench,
+    "humaneval": load_humaneval,
+    "mathvista": load_mathvista,
+}
+
+
+def default_data_dir() -> Path:
+    """The shared datasets folder beside this checkout (<repo>/../shared/datasets); reads no settings."""
+    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+
+
+def load_benchmark(name: str, data_dir: Path, limit: int | None = None) -> list[BenchmarkProblem]:
+    """Load benchmark `name` from data_dir; DatasetMissing names the expected file when it is absent."""
+    if name not in LOADERS:
+        raise UnknownEntry(f"unknown benchmark {name!r}; available: {', '.join(sorted(LOADERS))}")
+    return LOADERS[name](Path(data_dir), limit)

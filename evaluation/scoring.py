@@ -1,0 +1,178 @@
+"""Benchmark scoring: pass@k, Pass@1 averaged, maj@k, bootstrap intervals and accuracy by length (numpy only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Upper bound on the (resamples, problems) index block drawn at once, so large benchmarks stay within memory.
+_BOOTSTRAP_BLOCK_ELEMENTS = 4_000_000
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one problem with n samples, c of them correct: 1 - C(n-c, k) / C(n, k) (Chen et al. 2021)."""
+    for name, value in (("n", n), ("c", c)):
+        if value < 0:
+            raise ValueError(f"{name} must be non-negative, got {value}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if c > n:
+        raise ValueError(f"c={c} correct samples exceed the n={n} samples")
+    if k > n:
+        raise ValueError(f"k={k} exceeds the n={n} samples")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i=n-c+1..n} (1 - k/i): no large binomials.
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def _check_problems(correct: Sequence[Sequence[bool]]) -> None:
+    """Refuse an empty benchmark or a problem without samples."""
+    if len(correct) == 0:
+        raise ValueError("correct holds no problems")
+    for index, samples in enumerate(correct):
+        if len(samples) == 0:
+            raise ValueError(f"correct[{index}] holds no samples")
+
+
+def mean_pass_at_k(correct: Sequence[Sequence[bool]], k: int) -> float:
+    """Mean over problems of pass@k; correct is (problems, samples) with each problem its own sample count."""
+    _check_problems(correct)
+    return float(np.mean([pass_at_k(len(samples), int(sum(samples)), k) for samples in correct]))
+
+
+def per_problem_accuracy(correct: Sequence[Sequence[bool]]) -> list[float]:
+    """Fraction of each problem's samples that are correct: (problems,) in 0 to 1."""
+    _check_problems(correct)
+    return [float(np.mean(np.asarray(samples, dtype=float))) for samples in correct]
+
+
+def pass_at_1_averaged(correct: Sequence[Sequence[bool]]) -> float:
+    """Pass@1 averaged over n samples: mean over problems of each problem's fraction of correct samples."""
+    return float(np.mean(per_problem_accuracy(correct)))
+
+
+def _majority_answer_index(answers: Sequence[str | None]) -> int | None:
+    """Index of the first sample giving the most common non-None answer; ties go to the first to reach the top count."""
+    counts: dict[str, int] = {}
+    first_index: dict[str, int] = {}
+    best_answer, best_count = None, 0
+    for index, answer in enumerate(answers):
+        if answer is None:
+            continue
+        counts[answer] = counts.get(answer, 0) + 1
+        first_index.setdefault(answer, index)
+        if counts[answer] > best_count:  # strictly greater: an answer that only ties never takes over
+            best_answer, best_count = answer, counts[answer]
+    return None if best_answer is None else first_index[best_answer]
+
+
+def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Sequence[Sequence[bool]],
+                           k: int | None = None) -> float:
+    """maj@k over problems: answers and correct are (problems, samples); k=None votes over all samples.
+
+    The voted answer counts as correct when the first sample giving it was correct; a problem whose
+    first k answers are all None counts as wrong.
+    """
+    _check_problems(correct)
+    if len(answers) != len(correct):
+        raise ValueError(f"answers holds {len(answers)} problems but correct holds {len(correct)}")
+    if k is not None and k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    hits = []
+    for index, (problem_answers, problem_correct) in enumerate(zip(answers, correct)):
+        if len(problem_answers) != len(problem_correct):
+            raise ValueError(f"answers[{index}] holds {len(problem_answers)} samples but correct[{index}] "
+                             f"holds {len(problem_correct)}")
+        if k is not None and k > len(problem_answers):
+            raise ValueError(f"k={k} exceeds the {len(problem_answers)} samples of problem {index}")
+        chosen = _majority_answer_index(problem_answers[:k])
+        hits.append(chosen is not None and bool(problem_correct[chosen]))
+    return float(np.mean(hits))
+
+
+def bootstrap_ci(per_problem_scores: Sequence[float], confidence: float = 0.95, resamples: int = 10_000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean score, resampling problems with replacement: (low, high)."""
+    scores = np.asarray(per_problem_scores, dtype=float)
+    if scores.ndim != 1 or scores.size == 0:
+        raise ValueError("per_problem_scores must be a non-empty flat sequence")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if scores.size == 1:
+        return float(scores[0]), float(scores[0])
+    rng = np.random.default_rng(seed)
+    rows_per_block = max(1, _BOOTSTRAP_BLOCK_ELEMENTS // scores.size)
+    means = np.empty(resamples)
+    for start in range(0, resamples, rows_per_block):
+        rows = min(rows_per_block, resamples - start)
+        picks = rng.integers(0, scores.size, size=(rows, scores.size))  # (rows, problems) problem indices
+        means[start:start + rows] = scores[picks].mean(axis=1)
+    low, high = np.quantile(means, [(1.0 - confidence) / 2, (1.0 + confidence) / 2])
+    return float(low), float(high)
+
+
+def accuracy_by_length_bins(lengths: Sequence[int], correct: Sequence[bool], bin_tokens: int) -> list[dict]:
+    """Accuracy per response-length bin of flat per-sample (tokens, correct); twin of webapp accuracy_by_length.
+
+    Returns rows {"bin_start", "samples", "accuracy", "mean_tokens"} ordered by length, empty bins left out.
+    """
+    if bin_tokens < 1:
+        raise ValueError("bin_tokens must be at least 1")
+    if len(lengths) != len(correct):
+        raise ValueError(f"lengths holds {len(lengths)} samples but correct holds {len(correct)}")
+    bins: dict[int, list[tuple[int, bool]]] = {}
+    for tokens, is_correct in zip(lengths, correct):
+        if tokens < 0:
+            raise ValueError(f"lengths must be non-negative token counts, got {tokens}")
+        bins.setdefault(int(tokens) // bin_tokens, []).append((int(tokens), bool(is_correct)))
+    rows = []
+    for index in sorted(bins):
+        members = bins[index]
+        rows.append({"bin_start": index * bin_tokens, "samples": len(members),
+                     "accuracy": sum(hit for _, hit in members) / len(members),
+                     "mean_tokens": float(np.mean([tokens for tokens, _ in members]))})
+    return rows
+
+
+@dataclass(frozen=True)
+class BenchmarkScore:
+    """One benchmark's result, shaped like webapp's BenchmarkResult row (scores 0 to 1, lengths in tokens)."""
+
+    score: float
+    ci_low: float
+    ci_high: float
+    mean_response_tokens: float
+    num_problems: int
+    samples_per_problem: int
+    metrics: dict
+
+
+def score_benchmark(correct: Sequence[Sequence[bool]], lengths: Sequence[Sequence[int]],
+                    answers: Sequence[Sequence[str | None]] | None = None,
+                    ks: Sequence[int] = (1, 4, 8)) -> BenchmarkScore:
+    """Score one benchmark from (problems, samples) correctness, token lengths and optional extracted answers.
+
+    score is Pass@1 averaged with a 95% bootstrap interval over problems; samples_per_problem is the smallest
+    n; metrics hold pass@k for each k up to that n, and maj@n when answers are given.
+    """
+    per_problem = per_problem_accuracy(correct)
+    if len(lengths) != len(correct):
+        raise ValueError(f"lengths holds {len(lengths)} problems but correct holds {len(correct)}")
+    for index, (problem_lengths, problem_correct) in enumerate(zip(lengths, correct)):
+        if len(problem_lengths) != len(problem_correct):
+            raise ValueError(f"lengths[{index}] holds {len(problem_lengths)} samples but correct[{index}] "
+                             f"holds {len(problem_correct)}")
+    smallest_n = min(len(samples) for samples in correct)
+    metrics = {f"pass@{k}": mean_pass_at_k(correct, k) for k in sorted(set(ks)) if k <= smallest_n}
+    if answers is not None:
+        metrics[f"maj@{smallest_n}"] = majority_vote_accuracy(answers, correct, k=smallest_n)
+    ci_low, ci_high = bootstrap_ci(per_problem)
+    all_lengths = np.concatenate([np.asarray(problem_lengths, dtype=float) for problem_lengths in lengths])
+    return BenchmarkScore(score=float(np.mean(per_problem)), ci_low=ci_low, ci_high=ci_high,
+                          mean_response_tokens=float(all_lengths.mean()), num_problems=len(correct),
+                          samples_per_problem=smallest_n, metrics=metrics)
