@@ -127,12 +127,14 @@ def compute_policy_loss(name: str, *, logp: Tensor, ref_logp: Tensor, rewards: T
 
 @torch.no_grad()
 def token_kl(logp_tokens: Tensor, ref_logp_tokens: Tensor, mask: Tensor) -> float:
-    """Mean over masked tokens of the k3 estimate exp(ref - cur) - (ref - cur) - 1 (>= 0).
+    """KL(pi_ref || pi_cur) per token, estimated on tokens sampled from pi_ref (the rollout policy).
 
-    logp_tokens, ref_logp_tokens, mask: (N, T); returns 0.0 when no token is masked in.
+    The k3 estimator exp(cur - ref) - (cur - ref) - 1 (>= 0, unbiased under pi_ref, and only linear
+    where the updated policy dropped a token's probability). logp_tokens, ref_logp_tokens, mask:
+    (N, T); returns 0.0 when no token is masked in.
     """
     mask = mask.bool()
     if not mask.any():
         return 0.0
-    difference = (ref_logp_tokens - logp_tokens)[mask]
-    return float((difference.exp() - difference - 1).mean())
+    log_ratio = (logp_tokens - ref_logp_tokens)[mask]
+    return float((log_ratio.exp() - log_ratio - 1).mean())

@@ -218,7 +218,13 @@ def test_token_kl_matches_a_hand_value_over_masked_tokens():
     logp = torch.tensor([[-1.0, -2.0], [-0.5, -9.0]])
     ref = torch.tensor([[-2.0, -1.0], [-0.5, 0.0]])
     mask = torch.tensor([[True, True], [True, False]])
-    # ref - cur = [-1, 1, 0] -> e^-1 + 1 - 1, e - 1 - 1, 0
-    expected = ((math.exp(-1) + 1 - 1) + (math.e - 1 - 1) + 0.0) / 3
+    # cur - ref = [1, -1, 0] -> e - 1 - 1, e^-1 + 1 - 1, 0
+    expected = ((math.e - 1 - 1) + (math.exp(-1) + 1 - 1) + 0.0) / 3
     assert token_kl(logp, ref, mask) == pytest.approx(expected)
     assert token_kl(logp, ref, torch.zeros(2, 2, dtype=torch.bool)) == 0.0
+
+
+def test_token_kl_grows_only_linearly_where_the_update_dropped_a_token():
+    ref = torch.zeros(1, 1)
+    collapsed = torch.full((1, 1), -50.0)  # the updated policy all but forbids a sampled token
+    assert token_kl(collapsed, ref, torch.ones(1, 1, dtype=torch.bool)) == pytest.approx(49.0)

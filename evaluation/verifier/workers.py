@@ -1,0 +1,74 @@
+"""Worker processes for math checks: a warm ProcessPoolExecutor whose workers can be killed when a check hangs.
+
+A hung check may sit inside one C call (a huge integer power) where no signal handler or exception can
+reach it, so the only way to stop it is to kill its process. ProcessPoolExecutor cannot kill one worker:
+once any worker dies the executor is broken, fails every pending future and terminates the rest. So a
+timeout ends the whole pool: WorkerPool.kill() sends SIGKILL to every worker (their pids are reported by
+the worker initializer through a queue) and shuts the executor down; the caller starts a new pool and
+resubmits the checks that were lost.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from concurrent.futures import Future, ProcessPoolExecutor
+
+# Spawning a worker and importing math_verify and sympy takes about a second; allow for a loaded machine.
+WARM_UP_TIMEOUT_SECONDS = 120.0
+START_METHODS = ("spawn", "forkserver")
+
+
+def initialise_worker(pid_queue) -> None:
+    """Runs first in each worker: report the pid (so the pool can kill it) and import math_verify."""
+    pid_queue.put(os.getpid())
+    from evaluation.verifier.equivalence import is_equivalent
+
+    is_equivalent("\\frac{1}{2}", "0.25")  # loads the LaTeX parser and sympy's caches
+
+
+def warm_up() -> int:
+    """A no-op task: waiting for one per worker means every worker has started."""
+    return os.getpid()
+
+
+def check_in_worker(predicted: str, reference: str) -> bool:
+    """is_equivalent, run inside a worker process."""
+    from evaluation.verifier.equivalence import is_equivalent
+
+    return is_equivalent(predicted, reference)
+
+
+class WorkerPool:
+    """A ProcessPoolExecutor of `workers` started and warmed processes that kill() can stop at any moment."""
+
+    def __init__(self, workers: int, start_method: str):
+        context = multiprocessing.get_context(start_method)
+        self._pid_queue = context.SimpleQueue()
+        self._pids: set[int] = set()
+        self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=initialise_worker,
+                                             initargs=(self._pid_queue,))
+        # Submitted back to back, each warm-up finds no idle worker, so the executor starts all of them.
+        for future in [self._executor.submit(warm_up) for _ in range(workers)]:
+            future.result(timeout=WARM_UP_TIMEOUT_SECONDS)
+
+    def submit(self, predicted: str, reference: str) -> Future:
+        """Future of is_equivalent(predicted, reference) computed in a worker."""
+        return self._executor.submit(check_in_worker, predicted, reference)
+
+    def kill(self) -> None:
+        """SIGKILL every worker (busy or idle), then shut the executor down."""
+        while not self._pid_queue.empty():
+            self._pids.add(self._pid_queue.get())
+        for pid in self._pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # that worker has already exited
+        self.close()
+
+    def close(self) -> None:
+        """Shut the executor down, waiting for the running checks; use kill() when one may hang."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._pid_queue.close()
