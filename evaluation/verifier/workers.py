@@ -5,7 +5,7 @@ reach it, so the only way to stop it is to kill its process. ProcessPoolExecutor
 once any worker dies the executor is broken, fails every pending future and terminates the rest. So a
 timeout ends the whole pool: WorkerPool.kill() sends SIGKILL to every worker (their pids are reported by
 the worker initializer through a queue) and shuts the executor down; the caller starts a new pool and
-resubmits the checks that were lost.
+resubmits the checks that were lost (dispatcher.py).
 """
 
 from __future__ import annotations
@@ -50,8 +50,12 @@ class WorkerPool:
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=initialise_worker,
                                              initargs=(self._pid_queue,))
         # Submitted back to back, each warm-up finds no idle worker, so the executor starts all of them.
-        for future in [self._executor.submit(warm_up) for _ in range(workers)]:
-            future.result(timeout=WARM_UP_TIMEOUT_SECONDS)
+        try:
+            for future in [self._executor.submit(warm_up) for _ in range(workers)]:
+                future.result(timeout=WARM_UP_TIMEOUT_SECONDS)
+        except BaseException:
+            self.kill()
+            raise
 
     def submit(self, predicted: str, reference: str) -> Future:
         """Future of is_equivalent(predicted, reference) computed in a worker."""

@@ -220,7 +220,8 @@ def test_it_checks_from_a_thread(verifier):
 
 
 def test_it_checks_from_many_threads_at_once(verifier):
-    pairs = [(f"\\boxed{{{predicted}}}", reference) for predicted, reference in EQUIVALENT[20:32] + NOT_EQUIVALENT[8:16]]
+    chosen = EQUIVALENT[20:32] + NOT_EQUIVALENT[8:16]
+    pairs = [(f"\\boxed{{{predicted}}}", reference) for predicted, reference in chosen]
     with ThreadPoolExecutor(max_workers=6) as threads:
         results = list(threads.map(lambda pair: verifier.check(*pair), pairs))
     assert [result.correct for result in results] == [True] * 12 + [False] * 8
@@ -256,6 +257,12 @@ def test_checks_beside_a_hung_check_in_one_batch_still_get_answers():
         (False, True), (True, False), (True, False), (False, False)]
 
 
+def test_it_runs_checks_with_the_forkserver_start_method():
+    with MathVerifier(workers=1, start_method="forkserver") as forkserver:
+        assert forkserver.check("\\boxed{\\sqrt{2}/2}", "\\frac{\\sqrt2}{2}").correct
+        assert forkserver.stats().worker_checks == 1
+
+
 def test_a_closed_verifier_refuses_checks():
     verifier = MathVerifier(workers=1)
     verifier.close()
@@ -265,7 +272,11 @@ def test_a_closed_verifier_refuses_checks():
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [({"workers": 0}, "workers"), ({"timeout_seconds": 0}, "timeout_seconds"), ({"start_method": "fork"}, "start_method")],
+    [
+        ({"workers": 0}, "workers"),
+        ({"timeout_seconds": 0}, "timeout_seconds"),
+        ({"start_method": "fork"}, "start_method"),
+    ],
 )
 def test_it_rejects_invalid_settings(arguments, message):
     with pytest.raises(ValueError, match=message):
