@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from common.knobs import ConfigError, config_to_dict, parse_config
-from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
+from common.prompt_files import guess_format, parse_prompt_file
 from training.config import RLConfig
 from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks
 

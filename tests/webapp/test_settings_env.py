@@ -1,5 +1,9 @@
 """Settings helpers: DATABASE_URL parsing and typed environment readers."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from webapp.env import envbool, envint, parse_database_url
@@ -32,11 +36,8 @@ def test_typed_readers(monkeypatch):
 
 
 def test_the_web_settings_never_import_torch():
-    import subprocess
-    import sys
-
     code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='webapp.settings'; django.setup(); "
             "import webapp.urls, sys; print('torch' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env={**__import__('os').environ, "DATABASE_URL": "sqlite:////tmp/mirrorlab-import.sqlite3"})
+                            env={**os.environ, "DATABASE_URL": "sqlite:////tmp/mirrorlab-import.sqlite3"})
     assert output.stdout.strip() == "False"
