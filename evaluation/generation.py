@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Sequence
+from typing import Any, Sequence
 
 from training.prompting import decode_response
 from training.rollout import rollout_engines
@@ -26,21 +26,29 @@ class ModelGenerator:
     def __init__(self, model_path: str, rollout_engine: str = "torch", seed: int = 0, max_model_len: int = 4096):
         import torch
 
-        from training.models.loading import load_model, load_tokenizer
+        from training.models.loading import is_vision_language, load_model, load_tokenizer
 
         self.model_path = model_path
         self.tokenizer = load_tokenizer(model_path)
         on_gpu = torch.cuda.is_available()
         self.model = load_model(model_path, dtype="bfloat16" if on_gpu else "float32")
         self.model.to("cuda" if on_gpu else "cpu").eval()
+        self.sees_images = is_vision_language(self.model.config)  # a vision-language model
         engine_config = SimpleNamespace(seed=seed, max_model_len=max_model_len)
         self.engine = rollout_engines.get(rollout_engine)(self.model, self.tokenizer, model_path, engine_config)
 
     def generate(self, prompts: Sequence[tuple[int, ...]], n: int, max_tokens: int, temperature: float,
-                 top_p: float, seed: int) -> list[list[GeneratedResponse]]:
-        """n responses per prompt (token ids), in order; temperature 0 is greedy."""
+                 top_p: float, seed: int,
+                 images: Sequence[Sequence[Any]] | None = None) -> list[list[GeneratedResponse]]:
+        """n responses per prompt (token ids), in order; temperature 0 is greedy.
+
+        images: per prompt, its images (PIL images or file paths), one per image placeholder of the prompt.
+        """
         settings = SamplingSettings(max_new_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        outputs = self.engine.generate([RolloutRequest(tuple(prompt), n=n) for prompt in prompts], settings)
+        images = images if images is not None else [()] * len(prompts)
+        requests = [RolloutRequest(tuple(prompt), n=n, images=tuple(prompt_images))
+                    for prompt, prompt_images in zip(prompts, images, strict=True)]
+        outputs = self.engine.generate(requests, settings)
         return [[self._response(completion) for completion in completions] for completions in outputs]
 
     def _response(self, completion) -> GeneratedResponse:

@@ -15,7 +15,7 @@ from evaluation.judges.mathvista import judge_mathvista
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome
 from evaluation.scoring import score_benchmark
 from evaluation.suite_config import BenchmarkSettings
-from training.prompting import prompt_ids
+from training.prompting import prompt_ids, vision_prompt_ids
 
 Pairs = Sequence[tuple[BenchmarkProblem, str]]
 JUDGES: dict[str, Callable[[Pairs, EvalContext], list[Judgement]]] = {
@@ -31,19 +31,32 @@ class EvaluationError(Exception):
 
 
 def benchmark_prompt(spec: BenchmarkSpec, problem: BenchmarkProblem, tokenizer) -> tuple[int, ...]:
-    """The chat template with the benchmark's instruction, else the plain template (or the bare prompt)."""
+    """The chat template with the benchmark's instruction, else the plain template (or the bare prompt);
+    an image benchmark's prompt has the problem's image placeholder first."""
+    if spec.needs_images:
+        return vision_prompt_ids(spec.question(problem), tokenizer, spec.instruction)
     if spec.plain_prompt and not getattr(tokenizer, "chat_template", None):
         return tuple(tokenizer(problem.prompt).input_ids)
     return prompt_ids(spec.question(problem), tokenizer, spec.instruction)
 
 
-def require_vision_input(model) -> None:
-    """Image benchmarks need a model with a vision encoder, and image inputs the engines cannot pass yet."""
-    if getattr(model.config, "vision_config", None) is None:
-        raise EvaluationError(f"MathVista needs a vision-language model; {model.config.model_type!r} has no "
-                              "vision encoder")
-    raise EvaluationError("image inputs are not passed through the rollout engines yet; evaluate MathVista with "
-                          "lm-eval or leave it out of the suite")
+def require_vision_input(benchmark: str, context: EvalContext) -> None:
+    """Image benchmarks show each problem's image to the model: refuse a text-only model, naming it."""
+    generator = context.generator
+    if getattr(generator, "sees_images", False):
+        return
+    model_type = getattr(getattr(getattr(generator, "model", None), "config", None), "model_type", "unknown")
+    raise EvaluationError(
+        f"{benchmark} shows the model the image of every problem, but {context.model_path} (model type "
+        f"{model_type!r}) is a text-only model with no vision encoder, so it cannot see images. Evaluate a "
+        f"vision-language model (for example Qwen/Qwen2.5-VL-7B-Instruct, or the tiny-vl preset for a smoke "
+        f"test), or leave {benchmark} out of the suite."
+    )
+
+
+def problem_images(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem]) -> dict:
+    """generate()'s images argument for an image benchmark (each problem's image file); none otherwise."""
+    return {"images": [(problem.image,) for problem in problems]} if spec.needs_images else {}
 
 
 def judge_batch(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem],
@@ -81,7 +94,7 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
         raise EvaluationError(f"{settings.benchmark}: no problems loaded from {context.data_dir}")
     if spec.needs_images:
         require_images(problems)
-        require_vision_input(context.generator.model)
+        require_vision_input(settings.benchmark, context)
     generator = context.generator
     per_problem: list[list[SampleOutcome]] = []
     for start in range(0, len(problems), context.batch_problems):
@@ -90,7 +103,7 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
         responses = generator.generate([benchmark_prompt(spec, problem, generator.tokenizer) for problem in batch],
                                        n=settings.samples_per_problem, max_tokens=settings.max_tokens,
                                        temperature=settings.temperature, top_p=settings.top_p,
-                                       seed=context.seed + start)
+                                       seed=context.seed + start, **problem_images(spec, batch))
         per_problem += judge_batch(spec, batch, responses, context)
         correct = sum(sample.correct for samples in per_problem for sample in samples)
         total = sum(len(samples) for samples in per_problem)

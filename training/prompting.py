@@ -22,6 +22,18 @@ def prompt_ids(problem: str, tokenizer, instruction: str = INSTRUCTION) -> tuple
     return tuple(tokenizer(prompt_text(problem)).input_ids)
 
 
+def vision_prompt_ids(problem: str, tokenizer, instruction: str = INSTRUCTION, images: int = 1) -> tuple[int, ...]:
+    """Prompt token ids for a vision-language model: its chat template with `images` image placeholders
+    before the problem and instruction (one placeholder token each; the rollout engine expands them)."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has no chat template, so it has "
+                         "no place for an image; use a vision-language model's own tokenizer")
+    text = f"{problem}\n\n{instruction}" if instruction else problem
+    messages = [{"role": "user", "content": [{"type": "image"}] * images + [{"type": "text", "text": text}]}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return tuple(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+
+
 def response_ids(response: str, tokenizer) -> tuple[int, ...]:
     """A reference response as the model should emit it: leading space, then end-of-sequence."""
     return tuple(tokenizer(" " + response).input_ids) + (tokenizer.eos_token_id,)

@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from training.tasks.arithmetic import DIFFICULTY_LEVELS, generate, step_by_step
 
@@ -71,6 +72,19 @@ def build_model(tokenizer, seed: int = 0):
 
 def create_tiny_preset(directory: Path, seed: int = 0) -> Path:
     """Write tokenizer and weights (safetensors) to `directory` once; safe across processes."""
+
+    def write(staging: Path) -> None:
+        tokenizer = train_tokenizer(seed)
+        model = build_model(tokenizer, seed)
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+
+    return write_preset_once(directory, write)
+
+
+def write_preset_once(directory: Path, write: Callable[[Path], None]) -> Path:
+    """Run write(staging folder) once and move the result to `directory`; safe across processes."""
     directory = Path(directory)
     if (directory / READY_MARKER).exists():
         return directory
@@ -80,11 +94,7 @@ def create_tiny_preset(directory: Path, seed: int = 0) -> Path:
         if (directory / READY_MARKER).exists():
             return directory
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-        tokenizer = train_tokenizer(seed)
-        model = build_model(tokenizer, seed)
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-        model.save_pretrained(staging, safe_serialization=True)
-        tokenizer.save_pretrained(staging)
+        write(staging)
         (staging / READY_MARKER).write_text("ok\n")
         if directory.exists():
             shutil.rmtree(directory)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 FINISH_STOP = "stop"  # the model emitted end-of-sequence (kept as the last token)
 FINISH_LENGTH = "length"  # the token limit of this call was reached
@@ -22,11 +22,17 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class RolloutRequest:
-    """Token ids to continue (a prompt, or a prompt plus a partial response) and how many samples."""
+    """Token ids to continue (a prompt, or a prompt plus a partial response) and how many samples.
+
+    images (vision-language models only): PIL images or image file paths, one per image placeholder
+    token in prompt_ids, in order; each placeholder is a single token (training.prompting.vision_prompt_ids),
+    which the engine expands to the image's size.
+    """
 
     prompt_ids: tuple[int, ...]
     n: int = 1
     max_new_tokens: int | None = None  # overrides SamplingSettings.max_new_tokens for this request
+    images: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)

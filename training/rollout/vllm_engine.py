@@ -14,6 +14,11 @@ before vLLM is imported):
 - OMP_NUM_THREADS: torch reads it when first imported, which is before this module runs; set it
   yourself (1 on small shared CPUs, where torch's default made generation ~30x slower).
 
+Images (vision-language models): a request's images go to vLLM as `multi_modal_data`, its one-token
+placeholders expanded by vLLM's processor. vLLM's Qwen2-VL / Qwen2.5-VL code imports transformers'
+torchvision image processor, so without a working torchvision such a model cannot load; the engine
+says so before starting vLLM (require_vision_support).
+
 All vLLM imports stay inside this module and the worker extension.
 """
 
@@ -30,6 +35,7 @@ import torch
 from training.rollout.base import (
     FINISH_LENGTH, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
 )
+from training.rollout.vision import open_image
 
 WORKER_EXTENSION = "training.rollout.vllm_worker_extension.WeightUpdateExtension"
 UPDATE_BUCKET_BYTES = 512 * 1024**2  # largest safetensors blob sent in one collective_rpc call
@@ -45,6 +51,25 @@ def _set_default_environment(kv_cache_memory_bytes: int | None) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
 
 
+class VisionUnsupported(RuntimeError):
+    """vLLM cannot run a vision-language model on this host; the message says why and what to use instead."""
+
+
+def require_vision_support() -> None:
+    """Raise VisionUnsupported when torchvision, which vLLM's Qwen2-VL code imports, does not import."""
+    try:
+        from torchvision.transforms.v2 import functional  # noqa: F401
+    except (ImportError, RuntimeError) as error:  # absent, or built for another torch (a RuntimeError)
+        raise VisionUnsupported(
+            f"vLLM cannot load a vision-language model here: torchvision does not import ({error}). vLLM's "
+            "Qwen2-VL and Qwen2.5-VL models import transformers.models.qwen2_vl.image_processing_qwen2_vl, "
+            "which needs torchvision. On CPU hosts scripts/setup.sh removes torchvision because the PyPI wheel "
+            "is built for the CUDA torch and fails under torch+cpu ('operator torchvision::nms does not exist'). "
+            "Use the torch rollout engine for vision-language models, or install the torchvision build that "
+            "matches your torch (the +cpu one from the PyTorch CPU index)."
+        ) from error
+
+
 def _engine_dtype(model_dtype: torch.dtype, on_cpu: bool) -> str:
     """The trainer's dtype on CPU; on accelerators a float32 trainer samples in vLLM's 16-bit choice."""
     if model_dtype == torch.float32 and not on_cpu:
@@ -58,12 +83,16 @@ class VllmRolloutEngine:
     def __init__(self, model_path: str, eos_id: int, *, model_dtype: torch.dtype = torch.float32,
                  dtype: str | None = None, seed: int = 0, max_model_len: int | None = None,
                  kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.4,
-                 enforce_eager: bool | None = None, update_bucket_bytes: int = UPDATE_BUCKET_BYTES):
+                 enforce_eager: bool | None = None, update_bucket_bytes: int = UPDATE_BUCKET_BYTES,
+                 vision: bool = False):
+        if vision:
+            require_vision_support()
         _set_default_environment(kv_cache_memory_bytes)
         from vllm import LLM
         from vllm.platforms import current_platform
 
         self.eos_id = eos_id
+        self.vision = vision  # a vision-language model: requests may carry images
         self.update_bucket_bytes = update_bucket_bytes
         self.last_update_seconds: float | None = None
         self.on_cpu = current_platform.is_cpu()
@@ -91,15 +120,13 @@ class VllmRolloutEngine:
 
     def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
         """All requests in one vLLM call; greedy requests are decoded once and repeated n times."""
-        from vllm.inputs import TokensPrompt
-
         greedy = settings.temperature == 0
         prompts, params, submitted = [], [], []
         for index, request in enumerate(requests):
             limit = self._token_limit(index, request, settings)
             if limit == 0:
                 continue
-            prompts.append(TokensPrompt(prompt_token_ids=list(request.prompt_ids)))
+            prompts.append(self._prompt(index, request))
             seed = None if settings.seed is None else settings.seed + index  # reproducible per request
             params.append(self._sampling_params(1 if greedy else request.n, limit, settings, seed))
             submitted.append(index)
@@ -109,6 +136,18 @@ class VllmRolloutEngine:
             completions = [self._completion(sample) for sample in output.outputs]
             results[index] = completions * requests[index].n if greedy else completions
         return results
+
+    def _prompt(self, index: int, request: RolloutRequest):
+        """vLLM's token prompt, with the request's images as multi-modal data."""
+        from vllm.inputs import TokensPrompt
+
+        if not request.images:
+            return TokensPrompt(prompt_token_ids=list(request.prompt_ids))
+        if not self.vision:
+            raise ValueError(f"request {index} carries {len(request.images)} image(s), but the engine's model "
+                             "is a text-only model with no vision encoder; use a vision-language model")
+        return TokensPrompt(prompt_token_ids=list(request.prompt_ids),
+                            multi_modal_data={"image": [open_image(image) for image in request.images]})
 
     def _token_limit(self, index: int, request: RolloutRequest, settings: SamplingSettings) -> int:
         """New tokens for this request: its limit, capped by the room left in the model's context."""
@@ -213,9 +252,12 @@ def weight_buckets(state_dict: dict[str, torch.Tensor], dtype: torch.dtype, buck
 
 def build(model, tokenizer, model_path: str, config) -> VllmRolloutEngine:
     """An engine over the saved `model_path`, then serving `model`'s current (in-memory) weights."""
+    from training.models.loading import is_vision_language
+
     engine = VllmRolloutEngine(
         model_path, tokenizer.eos_token_id, model_dtype=next(model.parameters()).dtype,
         seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
+        vision=is_vision_language(model.config),
     )
     engine.update_weights(model)
     return engine
