@@ -1,11 +1,22 @@
-// The run page's chart (accuracy and response length versus iteration) and its periodic refresh.
+// The run page's live parts: figure 5 (accuracy and response length versus iteration, with the accuracy of
+// evaluated checkpoints per benchmark), figures 6/8 (run_trends.js), and the status refresh. No page reloads.
 (function () {
   "use strict";
   var POLL_MILLISECONDS = 5000;
   var ACCURACY_COLOR = "#2563eb";
   var LENGTH_COLOR = "#d97706";
+  var BENCHMARK_COLORS = ["#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#9333ea", "#ea580c"];
 
-  function traces(series) {
+  function benchmarkTraces(benchmarks) {
+    return Object.keys(benchmarks).map(function (name, index) {
+      var points = benchmarks[name];
+      return { x: points.iteration, y: points.score, name: name + " (evaluation)", mode: "lines+markers",
+               line: { color: BENCHMARK_COLORS[index % BENCHMARK_COLORS.length], width: 1.5, dash: "dash" },
+               marker: { size: 6, symbol: "diamond" }, yaxis: "y" };
+    });
+  }
+
+  function traces(series, benchmarks) {
     return [
       { x: series.iteration, y: series.train_accuracy, name: "training accuracy", mode: "lines+markers",
         line: { color: ACCURACY_COLOR, width: 2 }, marker: { size: 4 }, yaxis: "y" },
@@ -14,7 +25,7 @@
       { x: series.iteration, y: series.p95_response_length, name: "95th-percentile length (band)", mode: "lines",
         line: { color: LENGTH_COLOR, width: 0.5, dash: "dot" }, fill: "tonexty",
         fillcolor: "rgba(217, 119, 6, 0.15)", yaxis: "y2" },
-    ];
+    ].concat(benchmarkTraces(benchmarks));
   }
 
   var layout = {
@@ -22,38 +33,60 @@
     hovermode: "x unified",
     legend: { orientation: "h", y: -0.2 },
     xaxis: { title: { text: "iteration" }, zeroline: false },
-    yaxis: { title: { text: "training accuracy" }, range: [0, 1], tickformat: ".0%", color: ACCURACY_COLOR },
+    yaxis: { title: { text: "accuracy" }, range: [0, 1], tickformat: ".0%", color: ACCURACY_COLOR },
     yaxis2: { title: { text: "response length (tokens)" }, overlaying: "y", side: "right", rangemode: "tozero",
               color: LENGTH_COLOR, showgrid: false },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
   };
 
-  function draw(chart, series) {
-    if (!series.iteration.length) { return; }
+  function draw(chart, series, benchmarks) {
+    if (!series.iteration.length && !Object.keys(benchmarks).length) { return; }
     var empty = chart.querySelector(".chart-empty");
     if (empty) { empty.remove(); }
-    window.Plotly.react(chart, traces(series), layout, { responsive: true, displaylogo: false });
+    window.Plotly.react(chart, traces(series, benchmarks), layout, { responsive: true, displaylogo: false });
   }
 
-  function setText(state, field, text) {
-    var element = state.querySelector("[data-field='" + field + "']");
+  function drawTrends(benchmarks) {
+    var container = document.getElementById("run-trends");
+    if (container && window.MirrorlabRunTrends) {
+      window.MirrorlabRunTrends.draw(container, document.querySelector("[data-field='trend-rows']"), benchmarks);
+    }
+  }
+
+  function field(name) {
+    return document.querySelector("[data-field='" + name + "']");
+  }
+
+  function setText(name, text) {
+    var element = field(name);
     if (element) { element.textContent = text; }
   }
 
-  function showStatus(state, status) {
+  function setHidden(element, hidden) {
+    if (element) { element.hidden = hidden; }
+  }
+
+  function showStatus(status) {
     var percent = Math.round(status.progress * 100);
-    setText(state, "current_iteration", status.current_iteration);
-    setText(state, "total_iterations", status.total_iterations);
-    setText(state, "progress", percent + "%");
-    var bar = state.querySelector("[data-field='progress-bar']");
+    setText("current_iteration", status.current_iteration);
+    setText("total_iterations", status.total_iterations);
+    setText("progress", percent + "%");
+    setText("eta", status.eta);
+    var bar = field("progress-bar");
     if (bar) { bar.style.width = percent + "%"; }
     document.querySelectorAll("[data-status-badge]").forEach(function (badge) {
       badge.textContent = status.status_label;
       badge.className = "status status-" + status.status;
     });
-    var log = document.querySelector("[data-field='log']");
-    if (log) { log.textContent = status.log_tail || "(empty)"; }
+    setText("log", status.log_tail || "(empty)");
+    setText("error", status.error);
+    setText("traceback", status.traceback);
+    setHidden(field("error-box"), !status.error);
+    setHidden(field("traceback-box"), !status.traceback);
+    setHidden(field("cancel-notice"), !status.cancel_requested || status.is_terminal);
+    setHidden(document.querySelector("form[data-action='cancel']"), status.is_terminal);
+    setHidden(document.querySelector("form[data-action='resume']"), !status.is_resumable);
   }
 
   function poll(state, chart) {
@@ -63,11 +96,10 @@
         return response.json();
       })
       .then(function (status) {
-        showStatus(state, status);
-        draw(chart, status.metrics);
-        if (status.is_terminal) {
-          window.location.reload();  // the final state: error, traceback, metrics table, no cancel button
-        } else {
+        showStatus(status);
+        draw(chart, status.metrics, status.benchmarks);
+        drawTrends(status.benchmarks);
+        if (!status.is_terminal) {
           window.setTimeout(function () { poll(state, chart); }, POLL_MILLISECONDS);
         }
       })
@@ -77,11 +109,17 @@
       });
   }
 
+  function embedded(id, fallback) {
+    var element = document.getElementById(id);
+    return element ? JSON.parse(element.textContent) : fallback;
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var chart = document.getElementById("run-chart");
-    var data = document.getElementById("run-chart-data");
-    if (!chart || !data || !window.Plotly) { return; }
-    draw(chart, JSON.parse(data.textContent));
+    if (!chart || !window.Plotly) { return; }
+    var benchmarks = embedded("run-benchmark-data", {});
+    draw(chart, embedded("run-chart-data", { iteration: [] }), benchmarks);
+    drawTrends(benchmarks);
     var state = document.getElementById("run-state");
     if (state && state.dataset.terminal === "false") {
       window.setTimeout(function () { poll(state, chart); }, POLL_MILLISECONDS);

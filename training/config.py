@@ -83,6 +83,8 @@ class RLConfig:
     evaluate_every_iterations: int = knob(0, "Evaluate checkpoints on the run's suite every N iterations "
                                           "(0 = only at the end, when a suite is chosen).",
                                           group="evaluation", minimum=0)
+    stored_samples_per_iteration: int = knob(64, "Trained responses stored per iteration for the run page's "
+                                             "sample browser (0 = none).", group="evaluation", minimum=0)
 
     def cross_field_errors(self) -> dict[str, str]:
         """Constraints that involve several knobs."""

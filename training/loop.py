@@ -14,10 +14,10 @@ from training.batch import build_policy_batch
 from training.collect import RolloutLimits, collect_rollouts, new_groups
 from training.config import RLConfig
 from training.rollout.base import SamplingSettings
-from training.scoring import ScoredGroups, score_groups
+from training.scoring import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
 from training.trajectories import Group
-from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks, TrainingOutcome
+from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
 
 REPEAT_LIMITS = {"max_period": 32, "min_repeats": 4, "min_span": 16}
 
@@ -60,8 +60,9 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
                                 REPEAT_LIMITS if config.repeat_penalty > 0 else None)
     scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration) \
         if rollouts.finished else None
+    samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
-        rank_results(rollouts.finished, scored, rollouts.tokens_generated, len(session.buffer), iteration)))
+        rank_results(rollouts.finished, scored, rollouts.tokens_generated, len(session.buffer), iteration, samples)))
     update = {}
     if batch_results.scored is not None:  # some rank finished a group: all ranks take part in the update
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
@@ -87,6 +88,15 @@ def draw_problems(session: RunSession, iteration: int, parked: int) -> np.ndarra
     return drawn[first:first + wanted[context.rank]]
 
 
+def stored_samples(session: RunSession, finished: list[Group], scored: ScoredGroups | None) -> list[SampleReport]:
+    """This rank's share of the `stored_samples_per_iteration` responses reported for the sample browser."""
+    if scored is None:
+        return []
+    start, stop = distributed.share_bounds(session.config.stored_samples_per_iteration, session.context.rank,
+                                           session.context.world_size)
+    return sample_reports(finished, session.records, scored, stop - start)
+
+
 @dataclass(frozen=True)
 class RolloutResults:
     """What the iteration's rollouts measured, on one rank or (merged) on all of them."""
@@ -96,14 +106,15 @@ class RolloutResults:
     tokens_generated: int
     tokens_reused: int
     parked: int
+    samples: list[SampleReport]  # responses kept for the sample browser
 
 
 def rank_results(finished: list[Group], scored: ScoredGroups | None, tokens_generated: int, parked: int,
-                 iteration: int) -> RolloutResults:
+                 iteration: int, samples: list[SampleReport]) -> RolloutResults:
     """This rank's part of the iteration's results."""
     reused = sum(t.tokens_before(iteration) for group in finished for t in group.trajectories)
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
-                          tokens_generated=tokens_generated, tokens_reused=reused, parked=parked)
+                          tokens_generated=tokens_generated, tokens_reused=reused, parked=parked, samples=samples)
 
 
 def merge_results(parts: list[RolloutResults]) -> RolloutResults:
@@ -117,7 +128,8 @@ def merge_results(parts: list[RolloutResults]) -> RolloutResults:
     return RolloutResults(scored=merged, problem_indices=[index for part in parts for index in part.problem_indices],
                           tokens_generated=sum(part.tokens_generated for part in parts),
                           tokens_reused=sum(part.tokens_reused for part in parts),
-                          parked=sum(part.parked for part in parts))
+                          parked=sum(part.parked for part in parts),
+                          samples=[sample for part in parts for sample in part.samples])
 
 
 def iteration_report(iteration: int, results: RolloutResults, update: dict, seconds: float) -> IterationReport:
@@ -136,5 +148,5 @@ def iteration_report(iteration: int, results: RolloutResults, update: dict, seco
         mean_response_length=float(lengths.mean()) if lengths.size else None,
         p95_response_length=float(np.percentile(lengths, 95)) if lengths.size else None,
         loss=update.get("loss"), kl=update.get("kl"), tokens_generated=results.tokens_generated,
-        tokens_reused=results.tokens_reused, seconds=seconds, extra=extra,
+        tokens_reused=results.tokens_reused, seconds=seconds, extra=extra, samples=tuple(results.samples),
     )

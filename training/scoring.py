@@ -12,7 +12,7 @@ from training.prompting import decode_response
 from training.rewards import correctness_rewards
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT
 from training.trajectories import Group
-from training.types import PromptRecord
+from training.types import PromptRecord, SampleReport
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class ScoredGroups:
     repeated: torch.Tensor
     truncated: torch.Tensor
     length_weight: float
+    responses: tuple[str, ...] = ()  # (G * k,) decoded responses, group by group
 
 
 def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], tokenizer, config,
@@ -44,4 +45,24 @@ def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], token
         rewards += weight * grouped_length_rewards(lengths, correct.bool())
     rewards -= config.repeat_penalty * repeated.float()
     return ScoredGroups(correct=correct, rewards=rewards, lengths=lengths, repeated=repeated, truncated=truncated,
-                        length_weight=weight)
+                        length_weight=weight, responses=tuple(response for _, response in pairs))
+
+
+def sample_reports(groups: Sequence[Group], records: Sequence[PromptRecord], scored: ScoredGroups,
+                   limit: int) -> list[SampleReport]:
+    """The first `limit` scored responses (whole groups first, in batch order) as plain reports."""
+    reports: list[SampleReport] = []
+    for group_position, group in enumerate(groups):
+        record = records[group.problem_index]
+        for sample_index in range(len(group.trajectories)):
+            if len(reports) >= limit:
+                return reports
+            flat = group_position * len(group.trajectories) + sample_index
+            reports.append(SampleReport(
+                prompt_id=record.prompt_id, problem=record.problem, sample_index=sample_index,
+                response=scored.responses[flat], reward=float(scored.rewards[group_position, sample_index]),
+                correct=bool(scored.correct[group_position, sample_index]),
+                response_tokens=int(scored.lengths[group_position, sample_index]),
+                truncated=bool(scored.truncated[group_position, sample_index]),
+                repeated=bool(scored.repeated[group_position, sample_index])))
+    return reports

@@ -22,6 +22,21 @@ class PromptRecord:
 
 
 @dataclass(frozen=True)
+class SampleReport:
+    """One trained response, stored for the run page's sample browser."""
+
+    prompt_id: str
+    problem: str
+    sample_index: int  # position within its problem's group of k
+    response: str
+    reward: float  # the total reward trained on (correctness + length reward - repeat penalty)
+    correct: bool
+    response_tokens: int
+    truncated: bool  # hit max_response_tokens
+    repeated: bool  # ended early by repeat detection
+
+
+@dataclass(frozen=True)
 class IterationReport:
     """What one RL iteration measured."""
 
@@ -35,6 +50,7 @@ class IterationReport:
     tokens_reused: int
     seconds: float
     extra: dict[str, float] = field(default_factory=dict)
+    samples: tuple[SampleReport, ...] = ()  # up to `stored_samples_per_iteration` of the responses trained on
 
 
 @dataclass(frozen=True)

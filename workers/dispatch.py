@@ -6,6 +6,7 @@ JOB_TASKS = {
     "rl_run": ("mirrorlab.run_rl", "gpu"),
     "eval_run": ("mirrorlab.run_evaluation", "gpu"),
     "long2short": ("mirrorlab.run_long2short", "gpu"),
+    "prompt_import": ("mirrorlab.cpu.import_prompt_set", "cpu"),
 }
 
 

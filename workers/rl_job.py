@@ -11,9 +11,10 @@ from django.utils import timezone
 from training.config import RLConfig
 from training.engines import trainer_backends
 from common.knobs import parse_config
-from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, TrainingHooks
+from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks
 from webapp.evals.services import launch_evaluation
-from webapp.runs.models import Checkpoint, IterationMetric, RLRun
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
+from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
 
 
@@ -27,8 +28,22 @@ def prompt_records(run: RLRun) -> list[PromptRecord]:
     ]
 
 
+def training_sample_rows(run: RLRun, iteration: int, samples: tuple[SampleReport, ...]) -> list[TrainingSample]:
+    """Unsaved rows of an iteration's sample reports, with text made storable."""
+    return [
+        TrainingSample(run=run, iteration=iteration, prompt_id=sample.prompt_id, problem=storable_text(sample.problem),
+                       sample_index=sample.sample_index, response=storable_text(sample.response),
+                       reward=sample.reward, correct=sample.correct, response_tokens=sample.response_tokens,
+                       truncated=sample.truncated, repeated=sample.repeated)
+        for sample in samples
+    ]
+
+
 def record_iteration(run: RLRun, report: IterationReport) -> None:
-    """Store one iteration's metrics and move the run's progress, atomically."""
+    """Store one iteration's metrics and samples and move the run's progress, atomically.
+
+    A resumed run that repeats an iteration replaces that iteration's rows.
+    """
     with transaction.atomic():
         IterationMetric.objects.update_or_create(
             run=run, iteration=report.iteration,
@@ -39,6 +54,8 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
                 "seconds": report.seconds, "extra": report.extra,
             },
         )
+        TrainingSample.objects.filter(run=run, iteration=report.iteration).delete()
+        TrainingSample.objects.bulk_create(training_sample_rows(run, report.iteration, report.samples))
         RLRun.objects.filter(pk=run.pk).update(
             current_iteration=report.iteration, progress=report.iteration / max(run.total_iterations, 1),
             heartbeat_at=timezone.now(),

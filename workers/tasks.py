@@ -27,3 +27,11 @@ def run_long2short(variant_id: int) -> str:
     from workers.long2short_job import run_long2short_job
 
     return execute_job("long2short", variant_id, run_long2short_job)
+
+
+@app.task(name="mirrorlab.cpu.import_prompt_set")
+def import_prompt_set(import_id: int) -> str:
+    from workers.jobs import execute_job
+    from workers.prompt_import_job import run_prompt_import_job
+
+    return execute_job("prompt_import", import_id, run_prompt_import_job)

@@ -1,4 +1,4 @@
-"""A real Celery worker subprocess on the gpu queue, with Redis as broker and the test Postgres database."""
+"""A real Celery worker subprocess on the gpu and cpu queues, with Redis as broker and the test Postgres database."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def wait_for(predicate, timeout: float, what: str):
 
 @pytest.fixture(scope="module")
 def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Start `celery worker -Q gpu` against the test database; stop it after the module."""
+    """Start `celery worker -Q gpu,cpu` against the test database; stop it after the module."""
     import redis
     from django.db import connection
 
@@ -44,7 +44,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     }
     if SHARED_DATASETS.is_dir():
         env["MIRRORLAB_DATASETS_DIR"] = str(SHARED_DATASETS)
-    command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu", "--pool=solo",
+    command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu,cpu", "--pool=solo",
                "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", "test-gpu@%h",
                "--loglevel=INFO"]
     with open(log_path, "w") as log:

@@ -12,7 +12,7 @@ import time
 from typing import Sequence
 
 from training.config import RLConfig
-from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks, TrainingOutcome
+from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
 
 SECONDS_PER_ITERATION = 0.05
 
@@ -40,5 +40,22 @@ def run(config: RLConfig, prompts: Sequence[PromptRecord], paths: RunPaths, hook
             tokens_reused=0,
             seconds=SECONDS_PER_ITERATION,
             extra={"synthetic": 1.0},
+            samples=synthetic_samples(config, prompts, iteration, rng),
         ))
     return TrainingOutcome(iterations_done=config.iterations, stopped_early=False)
+
+
+def synthetic_samples(config: RLConfig, prompts: Sequence[PromptRecord], iteration: int,
+                      rng: random.Random) -> tuple[SampleReport, ...]:
+    """Up to `stored_samples_per_iteration` made-up responses, k per problem, cycling through the prompts."""
+    count = min(config.stored_samples_per_iteration, config.batch_size * config.samples_per_problem)
+    samples = []
+    for position in range(count):
+        record = prompts[(iteration + position // config.samples_per_problem) % len(prompts)]
+        tokens = rng.randint(1, config.max_response_tokens)
+        correct = rng.random() < min(1.0, 0.1 + 0.02 * iteration)
+        samples.append(SampleReport(
+            prompt_id=record.prompt_id, problem=record.problem, sample_index=position % config.samples_per_problem,
+            response=f"synthetic response {position} of iteration {iteration}", reward=float(correct),
+            correct=correct, response_tokens=tokens, truncated=tokens == config.max_response_tokens, repeated=False))
+    return tuple(samples)

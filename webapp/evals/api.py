@@ -47,6 +47,13 @@ class BenchmarkSuiteViewSet(ScopedViewSet):
     filterset_fields = ("project",)
 
 
+def checkpoint_or_model_error(checkpoint, model: str) -> str | None:
+    """An evaluation names exactly one of a checkpoint and a model (shared by this API and the page form)."""
+    if (checkpoint is None) == (not model):
+        return "give either a checkpoint or a model, not both"
+    return None
+
+
 class EvalRunSerializer(ProjectScopedSerializer):
     same_project_fields = ("suite", "checkpoint")
     suite = visible_field(BenchmarkSuite)
@@ -63,8 +70,8 @@ class EvalRunSerializer(ProjectScopedSerializer):
         attrs = super().validate(attrs)
         checkpoint = attrs.get("checkpoint", getattr(self.instance, "checkpoint", None))
         model = attrs.get("model", getattr(self.instance, "model", ""))
-        if (checkpoint is None) == (not model):
-            raise serializers.ValidationError({"checkpoint": "give either a checkpoint or a model, not both"})
+        if error := checkpoint_or_model_error(checkpoint, model):
+            raise serializers.ValidationError({"checkpoint": error})
         if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"project"}:
             raise serializers.ValidationError({"status": "an evaluation can change only while queued"})
         return attrs

@@ -1,21 +1,28 @@
-"""Benchmark suites and evaluations: lists, details, per-sample rows and cancel."""
+"""Benchmark suites and evaluations: lists, details, per-sample rows, cancel, the suite and launch forms."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from evaluation.suite_config import BENCHMARKS
 from webapp.evals.models import BenchmarkSuite, EvalRun
+from webapp.evals.services import launch_evaluation
+from webapp.pages.evaluation_forms import BenchmarkFormSet, EvaluationLaunchForm, SuiteForm
 from webapp.pages.run_data import log_tail
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
+from webapp.projects.context import current_project_for
 
 SAMPLES_PER_PAGE = 50
 RELATED_ROWS = 20
 EVAL_RELATED = ("project", "suite", "owner", "checkpoint__run", "checkpoint__variant")
 SAMPLE_FILTERS = {"yes": True, "no": False}
+BENCHMARKS_PREFIX = "benchmarks"  # the formset's field prefix: benchmarks-0-max_tokens
 
 
 @login_required
@@ -86,3 +93,82 @@ def evaluation_samples(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def evaluation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return cancel_job(request, EvalRun.objects, pk, "evaluation-detail")
+
+
+def suite_in_use(suite: BenchmarkSuite) -> bool:
+    """A suite that evaluations or runs refer to is kept as it is, so their scores stay comparable."""
+    return suite.eval_runs.exists() or suite.rl_runs.exists()
+
+
+def suite_copy_initial(request: HttpRequest) -> tuple[dict, list[dict]]:
+    """Form and row initial values from ?copy=<suite id> (a visible suite), else empty."""
+    copy_id = request.GET.get("copy", "")
+    source = BenchmarkSuite.objects.visible_to(request.user).filter(pk=copy_id).first() if copy_id.isdigit() else None
+    if source is None:
+        return {}, []
+    return {"name": f"{source.name} (copy)", "description": source.description}, list(source.benchmarks)
+
+
+def suite_form_page(request: HttpRequest, project, suite: BenchmarkSuite | None) -> HttpResponse:
+    """Create a suite (suite None) or edit one in place; a valid POST saves it and shows its page."""
+    if request.method == "POST":
+        form = SuiteForm(request.POST, project=project, suite=suite)
+        formset = BenchmarkFormSet(request.POST, prefix=BENCHMARKS_PREFIX)
+    else:
+        initial, entries = ({"name": suite.name, "description": suite.description}, suite.benchmarks) if suite \
+            else suite_copy_initial(request)
+        form = SuiteForm(initial=initial, project=project, suite=suite)
+        formset = BenchmarkFormSet(initial=entries, prefix=BENCHMARKS_PREFIX)
+    if form.is_bound and form.is_valid() and formset.is_valid():
+        fields = {"name": form.cleaned_data["name"], "description": form.cleaned_data["description"],
+                  "benchmarks": formset.entries}
+        if suite is None:
+            suite = BenchmarkSuite.objects.create(project=project, **fields)
+        else:
+            BenchmarkSuite.objects.filter(pk=suite.pk).update(**fields)
+        messages.success(request, f"Suite {fields['name']} is saved.")
+        return redirect("suite-detail", pk=suite.pk)
+    context = {"form": form, "formset": formset, "suite": suite, "benchmark_names": BENCHMARKS}
+    return render(request, "pages/suites/form.html", context)
+
+
+@login_required
+def suite_create(request: HttpRequest) -> HttpResponse:
+    """A new suite of the current project; ?copy=<id> starts from another suite's benchmarks."""
+    project = current_project_for(request)
+    if project is None:
+        return render(request, "pages/suites/form.html", {"form": None})
+    return suite_form_page(request, project, None)
+
+
+@login_required
+def suite_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Edit a suite in place while nothing uses it; once used, changes are saved as a new suite."""
+    suite = get_object_or_404(BenchmarkSuite.objects.visible_to(request.user).select_related("project"), pk=pk)
+    if suite_in_use(suite):
+        messages.info(request, f"Suite {suite.name} is used by evaluations or runs, so it stays as it is: "
+                               f"your changes are saved as a new suite.")
+        return redirect(f"{reverse('suite-create')}?copy={suite.pk}")
+    return suite_form_page(request, suite.project, suite)
+
+
+def launch_initial(request: HttpRequest) -> dict:
+    """Prefill the suite and checkpoint from ?suite=<id>&checkpoint=<id>."""
+    return {name: int(request.GET[name]) for name in ("suite", "checkpoint") if request.GET.get(name, "").isdigit()}
+
+
+@login_required
+def evaluation_launch(request: HttpRequest) -> HttpResponse:
+    """Evaluate a checkpoint or a model on a suite of the current project; shows the queued evaluation."""
+    project = current_project_for(request)
+    if project is None:
+        return render(request, "pages/evaluations/launch.html", {"form": None})
+    if request.method == "POST":
+        form = EvaluationLaunchForm(request.POST, project=project)
+    else:
+        form = EvaluationLaunchForm(initial=launch_initial(request), project=project)
+    if form.is_bound and form.is_valid():
+        evaluation = launch_evaluation(project=project, owner=request.user, **form.cleaned_data)
+        messages.success(request, f"Evaluation {evaluation.pk} is queued.")
+        return redirect("evaluation-detail", pk=evaluation.pk)
+    return render(request, "pages/evaluations/launch.html", {"form": form})

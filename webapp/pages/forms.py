@@ -1,4 +1,4 @@
-"""Forms of the browser pages: prompt-set upload and the RL run launch form generated from RLConfig."""
+"""Forms of the browser pages: prompt-set upload and hub import, and the RL run launch form from RLConfig."""
 
 from __future__ import annotations
 
@@ -7,15 +7,26 @@ from typing import Any
 from django import forms
 
 from common.knobs import ConfigError, describe_knobs, parse_config
+from evaluation.datasets.prompt_import import PromptImportConfig
 from training.config import RLConfig
 from webapp.evals.models import BenchmarkSuite
 from common.prompt_files import guess_format
 from webapp.prompts.models import PromptSet
+from webapp.prompts.services import prompt_set_name_error
 
 PROMPT_FILE_HELP = (
     "JSONL (one JSON object per line) or CSV with a header. Fields: problem (required), answer or "
     "test_cases (one is required), image, domain, tags, difficulty, pass_rate."
 )
+
+
+def new_prompt_set_name(project, name: str) -> str:
+    """The stripped name, or a ValidationError when the project has (or is importing) a set of that name."""
+    name = name.strip()
+    error = prompt_set_name_error(project, name)
+    if error:
+        raise forms.ValidationError(error)
+    return name
 
 
 class PromptSetUploadForm(forms.Form):
@@ -30,10 +41,7 @@ class PromptSetUploadForm(forms.Form):
         self.project = project
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if PromptSet.objects.filter(project=self.project, name=name).exists():
-            raise forms.ValidationError(f"This project already has a prompt set named {name!r}.")
-        return name
+        return new_prompt_set_name(self.project, self.cleaned_data["name"])
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -70,6 +78,8 @@ class KnobFormMixin:
     """Adds one field per knob of `config_class`; after is_valid(), `self.config` is the parsed config."""
 
     config_class: type
+    knob_group_titles: dict[str, str] = {}  # group -> fieldset title; others are the group's name capitalised
+    knob_group_order: tuple[str, ...] = ()  # groups shown first, in this order; the rest as they first appear
 
     def add_knob_fields(self) -> None:
         self.knobs = describe_knobs(self.config_class)
@@ -94,15 +104,18 @@ class KnobFormMixin:
             self.config = config
 
     def knob_fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
-        """(group title, bound fields) in the order the groups first appear among the knobs."""
-        groups: dict[str, list[forms.BoundField]] = {}
+        """(group title, bound fields): the groups of knob_group_order first, then as they appear among the knobs."""
+        groups: dict[str, list[forms.BoundField]] = {group: [] for group in self.knob_group_order}
         for knob in self.knobs:
             groups.setdefault(knob["group"], []).append(self[knob["name"]])
-        return [(knob_label(group), fields) for group, fields in groups.items()]
+        return [(self.knob_group_titles.get(group, knob_label(group)), fields)
+                for group, fields in groups.items() if fields]
 
 
 class RunLaunchForm(KnobFormMixin, forms.Form):
     config_class = RLConfig
+    knob_group_order = ("model", "warmup", "data", "optimization", "length_penalty", "rollouts", "evaluation")
+    knob_group_titles = {"warmup": "Long-CoT warm-up", "data": "Data and sampling"}
 
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -117,6 +130,29 @@ class RunLaunchForm(KnobFormMixin, forms.Form):
         self.fields["prompt_set"].queryset = PromptSet.objects.filter(project=project)
         self.fields["evaluation_suite"].queryset = BenchmarkSuite.objects.filter(project=project)
         self.add_knob_fields()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        self.parse_knobs()
+        return cleaned
+
+
+class PromptSetImportForm(KnobFormMixin, forms.Form):
+    """A prompt set from a hub dataset (or a local folder/file) and a column mapping, imported by a worker."""
+
+    config_class = PromptImportConfig
+    knob_group_titles = {"dataset": "Dataset", "mapping": "Column mapping"}
+
+    name = forms.CharField(max_length=200, help_text="Name of the new prompt set.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args: Any, project, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.add_knob_fields()
+
+    def clean_name(self) -> str:
+        return new_prompt_set_name(self.project, self.cleaned_data["name"])
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

@@ -1,4 +1,4 @@
-"""RL runs: list, launch form, detail page with chart, status JSON and cancel."""
+"""RL runs: list, launch form, live detail page, status JSON, sample browser, cancel and resume."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ from django.views.decorators.http import require_POST
 from common.knobs import config_to_dict
 from webapp.evals.models import EvalRun
 from webapp.pages.forms import RunLaunchForm
-from webapp.pages.run_data import chart_series, config_rows, log_tail, status_payload
+from webapp.pages.run_charts import benchmark_series, chart_series
+from webapp.pages.run_data import config_rows, duration_text, eta_seconds, log_tail, status_payload
+from webapp.pages.run_samples import SampleFilterForm, filtered_samples, valid_filters
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
 from webapp.projects.context import current_project_for
 from webapp.runs.models import RLRun
-from webapp.runs.services import launch_run
+from webapp.runs.services import launch_run, resume_run
 
 METRIC_ROWS_PER_PAGE = 50
+SAMPLES_PER_PAGE = 25
 RELATED_ROWS = 20
 
 
@@ -45,6 +48,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "config_rows": config_rows(run.config),
         "chart_data": chart_series(run),
+        "benchmark_data": benchmark_series(run),
+        "eta": duration_text(eta_seconds(run)),
         "metrics_page": paginate(request, run.metrics.order_by("-iteration"), per_page=METRIC_ROWS_PER_PAGE),
         "log_tail": log_tail(run.log),
         "checkpoints": run.checkpoints.order_by("-created_at")[:RELATED_ROWS],
@@ -61,9 +66,32 @@ def run_status(request: HttpRequest, pk: int) -> JsonResponse:
 
 
 @login_required
+def run_samples(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run's stored training samples, paginated, filtered by correctness, iteration and length."""
+    run = visible_run(request, pk)
+    form = SampleFilterForm(request.GET or None)
+    samples = filtered_samples(run, valid_filters(form))
+    context = {"run": run, "form": form, "page": paginate(request, samples, per_page=SAMPLES_PER_PAGE)}
+    return render(request, "pages/runs/samples.html", context)
+
+
+@login_required
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return cancel_job(request, RLRun.objects, pk, "run-detail")
+
+
+@login_required
+@require_POST
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    """POST: re-queue a failed or cancelled run; it continues from its newest checkpoint."""
+    run = visible_run(request, pk)
+    previous = run.get_status_display().lower()
+    if resume_run(run, request.user):
+        messages.success(request, f"Run {run.name} is queued again: it resumes from its newest checkpoint.")
+    else:
+        messages.warning(request, f"Only a failed or cancelled run can be resumed; this run is {previous}.")
+    return redirect("run-detail", pk=run.pk)
 
 
 def launch_initial(request: HttpRequest) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.prompts.models import Prompt, PromptSet
+from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
 
 
 @admin.register(PromptSet)
@@ -16,3 +16,11 @@ class PromptAdmin(admin.ModelAdmin):
     list_filter = ("prompt_set__project", "difficulty", "domain")
     search_fields = ("problem",)
     raw_id_fields = ("prompt_set",)
+
+
+@admin.register(PromptSetImport)
+class PromptSetImportAdmin(admin.ModelAdmin):
+    list_display = ("id", "project", "name", "status", "prompt_set", "created_at")
+    list_filter = ("status", "project")
+    raw_id_fields = ("prompt_set",)
+    readonly_fields = ("created_at", "started_at", "finished_at", "worker", "traceback", "log")

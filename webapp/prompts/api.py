@@ -1,4 +1,4 @@
-"""REST API of prompt sets and prompts, with JSONL/CSV upload."""
+"""REST API of prompt sets and prompts, with JSONL/CSV upload and dataset imports."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from django.shortcuts import get_object_or_404
+
+from common.knobs import describe_knobs
+from evaluation.datasets.prompt_import import PromptImportConfig
 from webapp.api_base import ProjectScopedSerializer, ScopedViewSet, visible_field
+from webapp.configs import resolve_config
 from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
-from webapp.prompts.models import Prompt, PromptSet
-from webapp.prompts.services import add_prompts
+from webapp.projects.models import Project
+from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
+from webapp.prompts.services import add_prompts, launch_prompt_import, prompt_set_name_error
+from webapp.runs.api import JOB_FIELDS
 
 
 def read_prompt_upload(upload, file_format: str | None):
@@ -57,6 +64,35 @@ class UploadSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=("jsonl", "csv"), required=False)
 
 
+IMPORT_CONFIG_HELP = "; ".join(f"{knob['name']}: {knob['help']}" for knob in describe_knobs(PromptImportConfig))
+
+
+class PromptSetImportSerializer(serializers.ModelSerializer):
+    """A queued import of a dataset as a new prompt set; `config` is a PromptImportConfig (defaults filled in)."""
+
+    project = visible_field(Project, help_text="Project id (you must be a member).")
+    config = serializers.JSONField(help_text=f"Dataset and column mapping. {IMPORT_CONFIG_HELP}")
+    owner = serializers.StringRelatedField()
+
+    class Meta:
+        model = PromptSetImport
+        fields = ("id", "project", "name", "description", "config", "prompt_set", "owner", "log", *JOB_FIELDS)
+        read_only_fields = ("prompt_set", "log", *JOB_FIELDS)
+
+    def validate_config(self, value):
+        return resolve_config(PromptImportConfig, value)
+
+    def validate(self, attrs):
+        attrs["name"] = attrs["name"].strip()
+        error = prompt_set_name_error(attrs["project"], attrs["name"])
+        if error:
+            raise serializers.ValidationError({"name": error})
+        return attrs
+
+    def create(self, validated_data):
+        return launch_prompt_import(owner=self.context["request"].user, **validated_data)
+
+
 class PromptSetViewSet(ScopedViewSet):
     queryset = PromptSet.objects.all()
     serializer_class = PromptSetSerializer
@@ -74,6 +110,22 @@ class PromptSetViewSet(ScopedViewSet):
             added = add_prompts(prompt_set, parsed)
         return Response({"imported": added, "prompt_count": prompt_set.prompts.count()},
                         status=status.HTTP_201_CREATED)
+
+    @action(detail=False, methods=["post"], url_path="import", serializer_class=PromptSetImportSerializer,
+            parser_classes=(JSONParser,))
+    def import_dataset(self, request):
+        """Queue the import of a hub dataset (or a local folder/file on the worker) as a new prompt set."""
+        serializer = PromptSetImportSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job = serializer.save()
+        return Response(PromptSetImportSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @action(detail=False, methods=["get"], url_path=r"imports/(?P<import_id>[0-9]+)",
+            serializer_class=PromptSetImportSerializer)
+    def import_status(self, request, import_id=None):
+        """An import's status, error and log; `prompt_set` is the new set's id once it succeeded."""
+        job = get_object_or_404(PromptSetImport.objects.visible_to(request.user), pk=import_id)
+        return Response(PromptSetImportSerializer(job).data)
 
 
 class PromptSerializer(serializers.ModelSerializer):

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from webapp.jobs import Job
 from webapp.projects.models import Project, ProjectScopedQuerySet
 
 
@@ -55,3 +56,24 @@ class Prompt(models.Model):
 
     def __str__(self) -> str:
         return self.problem[:60]
+
+
+class PromptSetImport(Job):
+    """A prompt set being imported from a Hugging Face dataset by a cpu worker (workers/prompt_import_job.py)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prompt_set_imports")
+    name = models.CharField(max_length=200, help_text="Name of the prompt set the import creates.")
+    description = models.TextField(blank=True)
+    config = models.JSONField(help_text="The resolved PromptImportConfig: dataset, split, column mapping, limit.")
+    prompt_set = models.ForeignKey(PromptSet, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="imports", help_text="The set created, once the import succeeded.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="prompt_set_imports")
+
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import of {self.config.get('dataset_id', '?')} as {self.name}"

@@ -1,4 +1,4 @@
-"""Create prompt sets and import prompts, atomically."""
+"""Create prompt sets and import prompts (from files, or from datasets through a queued import), atomically."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models import Max
 
 from common.prompt_files import ParsedPrompt, parse_prompt_file
-from webapp.prompts.models import Prompt, PromptSet
+from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
+from workers.dispatch import enqueue_job
 
 
 def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
@@ -42,4 +43,38 @@ def create_prompt_set_from_file(project, name: str, content: bytes, file_format:
             project=project, name=name, description=description, source=source, created_by=user
         )
         add_prompts(prompt_set, parsed)
+    return prompt_set
+
+
+def pending_import_names(project) -> set[str]:
+    """Names of the prompt sets that queued or running imports of the project will create."""
+    pending = PromptSetImport.objects.filter(project=project, status__in=("queued", "running"))
+    return set(pending.values_list("name", flat=True))
+
+
+def prompt_set_name_error(project, name: str) -> str | None:
+    """Why `name` cannot name a new prompt set of the project, or None."""
+    if PromptSet.objects.filter(project=project, name=name).exists():
+        return f"This project already has a prompt set named {name!r}."
+    if name in pending_import_names(project):
+        return f"An import into a prompt set named {name!r} is already under way in this project."
+    return None
+
+
+def launch_prompt_import(**fields) -> PromptSetImport:
+    """Create a queued import (config: a resolved PromptImportConfig) and send it to the cpu queue after commit."""
+    job = PromptSetImport.objects.create(**fields)
+    transaction.on_commit(lambda: enqueue_job("prompt_import", job.pk))
+    return job
+
+
+def complete_prompt_import(job: PromptSetImport, prompts: list[ParsedPrompt], source: str) -> PromptSet:
+    """Create the import's prompt set with every prompt and link it to the job, in one transaction."""
+    with transaction.atomic():
+        if PromptSet.objects.filter(project=job.project_id, name=job.name).exists():
+            raise ValueError(f"name: the project already has a prompt set named {job.name!r}; nothing was imported")
+        prompt_set = PromptSet.objects.create(project_id=job.project_id, name=job.name, description=job.description,
+                                              source=source[:300], created_by=job.owner)
+        add_prompts(prompt_set, prompts)
+        PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=prompt_set)
     return prompt_set

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.runs.models import Checkpoint, IterationMetric, RLRun
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 
 
 @admin.register(RLRun)
@@ -15,6 +15,13 @@ class RLRunAdmin(admin.ModelAdmin):
 class IterationMetricAdmin(admin.ModelAdmin):
     list_display = ("run", "iteration", "train_accuracy", "mean_response_length", "loss", "seconds")
     list_filter = ("run__project",)
+    raw_id_fields = ("run",)
+
+
+@admin.register(TrainingSample)
+class TrainingSampleAdmin(admin.ModelAdmin):
+    list_display = ("run", "iteration", "prompt_id", "sample_index", "reward", "correct", "response_tokens")
+    list_filter = ("correct", "truncated", "repeated")
     raw_id_fields = ("run",)
 
 

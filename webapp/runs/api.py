@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import django_filters
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
 
 from training.config import RLConfig
 from webapp.api_base import (
@@ -14,7 +16,7 @@ from webapp.evals.models import BenchmarkSuite
 from webapp.jobs import JobStatus
 from webapp.prompts.models import PromptSet
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun
-from webapp.runs.services import launch_run
+from webapp.runs.services import launch_run, resume_run
 
 JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "traceback",
               "created_at", "started_at", "finished_at")
@@ -63,6 +65,16 @@ class RLRunViewSet(CancelMixin, ScopedViewSet):
     queryset = RLRun.objects.select_related("owner")
     serializer_class = RLRunSerializer
     filterset_class = RLRunFilter
+
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Re-queue a failed or cancelled run; it resumes from its newest checkpoint. 409 in any other state."""
+        run = self.get_object()
+        previous = run.status
+        if not resume_run(run, request.user):
+            return Response({"detail": f"only a failed or cancelled run can be resumed; this run is {previous}"},
+                            status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(run).data | {"outcome": "resumed"})
 
 
 class IterationMetricSerializer(serializers.ModelSerializer):

@@ -1,12 +1,14 @@
-"""RL runs, their per-iteration metrics and their checkpoints."""
+"""RL runs, their per-iteration metrics, stored training samples and their checkpoints."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
-from webapp.jobs import Job
+from webapp.jobs import Job, JobStatus
 from webapp.projects.models import Project, ProjectScopedQuerySet
+
+RESUMABLE_STATUSES = (JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class RLRun(Job):
@@ -32,6 +34,11 @@ class RLRun(Job):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_resumable(self) -> bool:
+        """Failed and cancelled runs can be re-queued; the engine resumes from the newest checkpoint."""
+        return self.status in RESUMABLE_STATUSES
 
 
 class RunScopedQuerySet(ProjectScopedQuerySet):
@@ -61,6 +68,34 @@ class IterationMetric(models.Model):
     class Meta:
         ordering = ["run", "iteration"]
         constraints = [models.UniqueConstraint(fields=["run", "iteration"], name="one_metric_row_per_iteration")]
+
+
+class TrainingSample(models.Model):
+    """One response the policy was trained on, kept for the run page's sample browser."""
+
+    # No single-column index: the composite indexes below all start with run.
+    run = models.ForeignKey(RLRun, on_delete=models.CASCADE, related_name="samples", db_index=False)
+    iteration = models.PositiveIntegerField()
+    prompt_id = models.CharField(max_length=200, help_text="The prompt row's id.")
+    problem = models.TextField()
+    sample_index = models.PositiveIntegerField(default=0, help_text="Position within the problem's group of k.")
+    response = models.TextField(blank=True)
+    reward = models.FloatField(help_text="Total reward trained on: correctness + length reward - repeat penalty.")
+    correct = models.BooleanField()
+    response_tokens = models.PositiveIntegerField()
+    truncated = models.BooleanField(default=False, help_text="Hit max_response_tokens.")
+    repeated = models.BooleanField(default=False, help_text="Ended early by repeat detection.")
+
+    objects = RunScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "-iteration", "id"]
+        indexes = [
+            # The browser's default order (newest iteration first) and its iteration filter.
+            models.Index(fields=["run", "-iteration", "id"], name="training_sample_iteration_idx"),
+            models.Index(fields=["run", "correct", "-iteration"], name="training_sample_correct_idx"),
+            models.Index(fields=["run", "response_tokens"], name="training_sample_length_idx"),
+        ]
 
 
 class CheckpointQuerySet(ProjectScopedQuerySet):

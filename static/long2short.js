@@ -1,0 +1,54 @@
+// The long2short dashboard: per benchmark, accuracy versus mean response tokens of the parent and its variants.
+(function () {
+  "use strict";
+  var PARENT_COLOR = "#6b7280";
+
+  function pick(points, field) {
+    return points.map(function (point) { return point[field]; });
+  }
+
+  function traces(chart, parentName) {
+    var parent = {
+      x: pick(chart.parent, "tokens"), y: pick(chart.parent, "score"), text: pick(chart.parent, "label"),
+      name: parentName + " (long-CoT checkpoints)", mode: "lines+markers",
+      line: { color: PARENT_COLOR, dash: "dot" }, marker: { color: PARENT_COLOR, size: 7 },
+      hovertemplate: "%{text}<br>%{y:.1%} at %{x:.0f} tokens<extra></extra>",
+    };
+    var variants = chart.variants.map(function (point) {
+      return { x: [point.tokens], y: [point.score], text: [point.label], name: point.label,
+               mode: "markers+text", textposition: "top center", marker: { size: 11 },
+               hovertemplate: "%{text}<br>%{y:.1%} at %{x:.0f} tokens<extra></extra>" };
+    });
+    return [parent].concat(variants);
+  }
+
+  var layout = {
+    margin: { t: 10, r: 20, b: 50, l: 70 },
+    hovermode: "closest",
+    showlegend: true,
+    legend: { orientation: "h", y: -0.25 },
+    xaxis: { title: { text: "mean response tokens" }, rangemode: "tozero" },
+    yaxis: { title: { text: "accuracy" }, tickformat: ".0%" },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+  };
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var container = document.getElementById("long2short-charts");
+    var source = document.getElementById("long2short-data");
+    if (!container || !source || !window.Plotly) { return; }
+    var data = JSON.parse(source.textContent);
+    data.charts.forEach(function (chart) {
+      var card = document.createElement("section");
+      card.className = "card";
+      var heading = document.createElement("h2");
+      heading.textContent = chart.benchmark;
+      var plot = document.createElement("div");
+      plot.className = "chart";
+      card.appendChild(heading);
+      card.appendChild(plot);
+      container.appendChild(card);
+      window.Plotly.newPlot(plot, traces(chart, data.parent.name), layout, { responsive: true, displaylogo: false });
+    });
+  });
+})();

@@ -1,0 +1,72 @@
+"""Pure functions of the compare and long2short pages, checked against hand computations."""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp.pages.compare_data import bucket_width, ema, parse_id_list
+from webapp.pages.long2short_data import accuracy_per_1k_tokens, token_efficiency
+
+
+def test_ema_weights_the_past_by_the_smoothing():
+    # s0 = 1; s1 = 0.5*1 + 0.5*3 = 2; s2 = 0.5*2 + 0.5*0 = 1; s3 = 0.5*1 + 0.5*5 = 3
+    assert ema([1.0, 3.0, 0.0, 5.0], 0.5) == [1.0, 2.0, 1.0, 3.0]
+
+
+def test_ema_with_smoothing_0_9_matches_hand_values():
+    # s1 = 0.9*0 + 0.1*1 = 0.1; s2 = 0.9*0.1 + 0.1*1 = 0.19
+    assert ema([0.0, 1.0, 1.0], 0.9) == pytest.approx([0.0, 0.1, 0.19])
+
+
+def test_ema_without_smoothing_returns_the_values():
+    assert ema([0.2, 0.9, 0.4], 0.0) == [0.2, 0.9, 0.4]
+
+
+def test_ema_skips_missing_values_and_keeps_them_missing():
+    # the None neither resets nor moves the average: s2 = 0.5*2 + 0.5*4 = 3
+    assert ema([None, 2.0, None, 4.0], 0.5) == [None, 2.0, None, 3.0]
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, 1.0, 1.5])
+def test_ema_rejects_smoothing_outside_0_to_1(smoothing):
+    with pytest.raises(ValueError, match="smoothing must be in"):
+        ema([1.0], smoothing)
+
+
+@pytest.mark.parametrize("last_iteration, width, buckets", [
+    (0, 1, 1), (499, 1, 500), (500, 2, 251), (999, 2, 500), (1000, 3, 334), (100_000, 201, 498),
+])
+def test_bucket_width_keeps_at_most_500_buckets(last_iteration, width, buckets):
+    assert bucket_width(last_iteration) == width
+    assert last_iteration // width + 1 == buckets <= 500
+
+
+def test_parse_id_list_keeps_order_and_drops_repeats():
+    assert parse_id_list("3, 1,3,, 2") == [3, 1, 2]
+
+
+@pytest.mark.parametrize("text", ["x", "1,-2", "0", "1.5"])
+def test_parse_id_list_names_the_part_that_is_not_an_id(text):
+    with pytest.raises(ValueError, match="is not an id"):
+        parse_id_list(text)
+
+
+def test_accuracy_per_1k_tokens_divides_points_by_thousands_of_tokens():
+    assert accuracy_per_1k_tokens(0.6, 2000.0) == pytest.approx(30.0)  # 60 points / 2k tokens
+    assert accuracy_per_1k_tokens(0.55, 1500.0) == pytest.approx(36.6667, abs=1e-4)
+    assert accuracy_per_1k_tokens(0.5, None) is None
+    assert accuracy_per_1k_tokens(0.5, 0.0) is None
+
+
+def test_token_efficiency_compares_with_the_parent():
+    # variant 55% at 1500 tokens, parent 60% at 3000 tokens: -5 points, -50% tokens
+    efficiency = token_efficiency(0.55, 1500.0, 0.6, 3000.0)
+    assert efficiency.accuracy_change_points == pytest.approx(-5.0)
+    assert efficiency.token_change_percent == pytest.approx(-50.0)
+    assert efficiency.accuracy_per_1k_tokens == pytest.approx(36.6667, abs=1e-4)
+
+
+def test_token_efficiency_without_a_parent_score_leaves_the_changes_empty():
+    efficiency = token_efficiency(0.4, 800.0, None, None)
+    assert (efficiency.accuracy_change_points, efficiency.token_change_percent) == (None, None)
+    assert efficiency.accuracy_per_1k_tokens == pytest.approx(50.0)

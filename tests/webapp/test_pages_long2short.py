@@ -1,0 +1,204 @@
+"""Long2short pages: the accuracy-versus-tokens dashboard, and variant list, detail, launch and cancel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from common.knobs import describe_knobs
+from training.config import DPOConfig
+from webapp.evals.models import BenchmarkResult, EvalRun
+from webapp.long2short.models import Long2ShortVariant
+from webapp.runs.models import Checkpoint
+
+pytestmark = pytest.mark.django_db
+
+DASHBOARD_URL = reverse("long2short-dashboard")
+LAUNCH_URL = reverse("variant-launch")
+
+
+def evaluate(checkpoint, suite, results, status="succeeded"):
+    """results: benchmark -> (score, mean tokens)."""
+    evaluation = EvalRun.objects.create(project=checkpoint.project, suite=suite, checkpoint=checkpoint, status=status)
+    BenchmarkResult.objects.bulk_create(
+        BenchmarkResult(eval_run=evaluation, benchmark=name, score=score, mean_response_tokens=tokens)
+        for name, (score, tokens) in results.items())
+    return evaluation
+
+
+def variant_with_score(run, suite, name, method, score, tokens, **parent):
+    variant = Long2ShortVariant.objects.create(project=run.project, name=name, method=method,
+                                               **(parent or {"parent_run": run}))
+    evaluate(Checkpoint.objects.create(project=run.project, variant=variant, path=f"/v/{name}"), suite,
+             {"math500": (score, tokens)})
+    return variant
+
+
+@pytest.fixture
+def family(run, suite):
+    """The parent at iterations 10 and 20, a merge of the run and a DPO variant of its checkpoint at 10."""
+    early = Checkpoint.objects.create(project=run.project, run=run, iteration=10, path="/c/10")
+    late = Checkpoint.objects.create(project=run.project, run=run, iteration=20, path="/c/20")
+    evaluate(early, suite, {"math500": (0.5, 2000.0)})
+    evaluate(late, suite, {"math500": (0.6, 3000.0)})
+    merge = variant_with_score(run, suite, "merged", "merge", 0.55, 1500.0)
+    dpo = variant_with_score(run, suite, "shortened", "dpo", 0.52, 1000.0, parent_checkpoint=early)
+    return {"early": early, "late": late, "merge": merge, "dpo": dpo}
+
+
+def chart_data(content: str) -> dict:
+    marker = '<script id="long2short-data" type="application/json">'
+    start = content.index(marker) + len(marker)
+    return json.loads(content[start:content.index("</script>", start)])
+
+
+def test_the_dashboard_draws_the_parent_curve_and_one_point_per_variant(client_for, alice, run, family):
+    response = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk})
+    assert response.status_code == 200
+    (chart,) = chart_data(response.content.decode())["charts"]
+    assert chart["benchmark"] == "math500"
+    assert [(point["label"], point["score"], point["tokens"]) for point in chart["parent"]] == [
+        ("run-1 @ 10", 0.5, 2000.0), ("run-1 @ 20", 0.6, 3000.0)]
+    assert [(point["label"], point["score"], point["tokens"]) for point in chart["variants"]] == [
+        ("shortened (DPO)", 0.52, 1000.0), ("merged (Model merging)", 0.55, 1500.0)]  # newest first
+
+
+def test_the_efficiency_table_compares_each_variant_with_its_parent(client_for, alice, run, family):
+    table = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk}).context["table"]
+    rows = {row["label"]: row for row in table}
+    merged = rows["merged (Model merging)"]  # against the run's last checkpoint: 60% at 3000 tokens
+    assert merged["reference"] == "run-1 @ 20"
+    assert merged["efficiency"].accuracy_change_points == pytest.approx(-5.0)
+    assert merged["efficiency"].token_change_percent == pytest.approx(-50.0)
+    assert merged["efficiency"].accuracy_per_1k_tokens == pytest.approx(55 / 1.5)
+    shortened = rows["shortened (DPO)"]  # against its parent checkpoint: 50% at 2000 tokens
+    assert shortened["reference"] == "run-1 @ 10"
+    assert shortened["efficiency"].accuracy_change_points == pytest.approx(2.0)
+    assert shortened["efficiency"].token_change_percent == pytest.approx(-50.0)
+    assert shortened["efficiency"].accuracy_per_1k_tokens == pytest.approx(52.0)
+
+
+def test_the_table_renders_the_changes(client_for, alice, run, family):
+    content = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk}).content.decode()
+    assert '<td class="num">-5.0</td>' in content and '<td class="num">-50.0%</td>' in content
+    assert '<td class="num">36.67</td>' in content and '<td class="num">+2.0</td>' not in content
+    assert '<td class="num">2.0</td>' in content and '<td class="num">52.00</td>' in content
+
+
+def test_the_latest_succeeded_evaluation_of_a_variant_counts(client_for, alice, run, suite, family):
+    checkpoint = family["merge"].checkpoints.get()
+    evaluate(checkpoint, suite, {"math500": (0.7, 1200.0)})
+    evaluate(checkpoint, suite, {"math500": (0.1, 10.0)}, status="running")
+    (chart,) = chart_data(client_for(alice).get(DASHBOARD_URL, {"parent": run.pk}).content.decode())["charts"]
+    assert {point["label"]: point["score"] for point in chart["variants"]}["merged (Model merging)"] == 0.7
+
+
+def test_the_parent_picker_lists_runs_with_variants(client_for, alice, run, family, prompt_set):
+    from webapp.runs.models import RLRun
+
+    RLRun.objects.create(project=run.project, name="lonely", prompt_set=prompt_set, config=run.config)
+    response = client_for(alice).get(DASHBOARD_URL)
+    assert [parent.name for parent in response.context["parents"]] == ["run-1"]
+
+
+def test_outsiders_get_404_on_the_dashboard_and_variant_pages(client_for, charlie, run, family):
+    client = client_for(charlie)
+    assert client.get(DASHBOARD_URL, {"parent": run.pk}).status_code == 404
+    assert client.get(reverse("variant-detail", args=[family["merge"].pk])).status_code == 404
+    assert client.post(reverse("variant-cancel", args=[family["merge"].pk])).status_code == 404
+    assert "merged" not in client.get(reverse("variant-list")).content.decode()
+
+
+def test_the_dashboard_query_count_does_not_grow_with_variants(client_for, alice, run, suite, family,
+                                                               django_assert_num_queries):
+    client = client_for(alice)
+    with django_assert_num_queries(9) as few:  # the same nine with two or eight variants
+        client.get(DASHBOARD_URL, {"parent": run.pk})
+    for index in range(6):
+        variant_with_score(run, suite, f"more-{index}", "shortest_rejection", 0.4, 900.0,
+                           parent_checkpoint=family["late"])
+    with django_assert_num_queries(len(few.captured_queries)):
+        response = client.get(DASHBOARD_URL, {"parent": run.pk})
+    assert len(response.context["table"]) == 8
+
+
+def test_the_variant_list_and_detail_show_method_parameters_and_scores(client_for, bob, run, family):
+    client = client_for(bob)
+    assert "shortened" in client.get(reverse("variant-list")).content.decode()
+    Long2ShortVariant.objects.filter(pk=family["dpo"].pk).update(parameters={"beta": 0.2})
+    content = client.get(reverse("variant-detail", args=[family["dpo"].pk])).content.decode()
+    assert "<code>beta</code>" in content and "<code>0.2</code>" in content
+    assert "math500 52.0%" in content and "1000 tokens" in content
+    assert "Cancel variant" in content
+
+
+def test_cancelling_a_queued_variant_cancels_it(client_for, alice, run, family):
+    response = client_for(alice).post(reverse("variant-cancel", args=[family["merge"].pk]))
+    assert response.status_code == 302
+    family["merge"].refresh_from_db()
+    assert family["merge"].status == "cancelled"
+
+
+def launch_data(method_config, **overrides) -> dict:
+    """What the launch form posts with the method's defaults, and some fields changed."""
+    data = {knob["name"]: str(knob["default"]) for knob in describe_knobs(method_config)}
+    data.update({name: str(value) for name, value in overrides.items()})
+    return data
+
+
+def test_the_launch_form_shows_the_methods_knobs_with_defaults_and_help(client_for, alice, run):
+    response = client_for(alice).get(LAUNCH_URL, {"method": "dpo", "parent_run": run.pk})
+    form = response.context["form"]
+    assert [knob["name"] for knob in describe_knobs(DPOConfig)] == [
+        name for name in form.fields if name not in ("name", "method", "parent_run", "parent_checkpoint",
+                                                     "evaluation_suite")]
+    content = response.content.decode()
+    assert 'name="beta"' in content and 'value="0.1"' in content
+    assert "DPO beta (strength of the implicit KL to the reference)." in content
+    assert f'<option value="{run.pk}" selected>' in content
+
+
+def test_launching_queues_a_variant_with_the_resolved_parameters(client_for, alice, run, suite):
+    data = launch_data(DPOConfig, name="dpo-1", method="dpo", parent_run=run.pk, evaluation_suite=suite.pk, beta=0.3)
+    response = client_for(alice).post(LAUNCH_URL, data)
+    variant = Long2ShortVariant.objects.get(name="dpo-1")
+    assert response.status_code == 302 and response["Location"] == reverse("variant-detail", args=[variant.pk])
+    assert (variant.status, variant.method, variant.parent_run, variant.evaluation_suite, variant.owner) == (
+        "queued", "dpo", run, suite, alice)
+    assert variant.parameters == {"samples_per_problem": 8, "max_response_tokens": 256, "long_correct_ratio": 1.5,
+                                  "beta": 0.3, "learning_rate": 1e-6, "epochs": 1, "seed": 0}
+
+
+@pytest.mark.parametrize("overrides, field, message", [
+    ({"parent_run": ""}, "parent_run", "Choose a parent run or a parent checkpoint."),
+    ({"beta": "0"}, "beta", "must be greater than 0.0"),
+    ({"epochs": "x"}, "epochs", "Enter a whole number."),
+    ({"name": ""}, "name", "This field is required."),
+])
+def test_it_rejects_an_invalid_launch_naming_the_field(client_for, alice, run, overrides, field, message):
+    data = launch_data(DPOConfig, name="dpo-1", method="dpo", parent_run=run.pk)
+    data.update(overrides)
+    response = client_for(alice).post(LAUNCH_URL, data)
+    assert response.status_code == 200
+    assert response.context["form"].errors[field] == [message]
+    assert not Long2ShortVariant.objects.exists()
+
+
+def test_it_rejects_a_checkpoint_of_another_run_and_unknown_merge_checkpoints(client_for, alice, run, prompt_set):
+    from webapp.runs.models import RLRun
+
+    other = RLRun.objects.create(project=run.project, name="other", prompt_set=prompt_set, config=run.config)
+    foreign = Checkpoint.objects.create(project=run.project, run=other, iteration=5, path="/o/5")
+    data = {"name": "m", "method": "merge", "parent_run": run.pk, "parent_checkpoint": foreign.pk,
+            "parent_weight": "0.5", "other_checkpoint_ids": f"{foreign.pk},999999"}
+    errors = client_for(alice).post(LAUNCH_URL, data).context["form"].errors
+    assert errors["parent_checkpoint"] == [f"Checkpoint {foreign.pk} is not one of run run-1's."]
+    assert errors["other_checkpoint_ids"] == ["Checkpoint 999999 is not in this project."]
+
+
+def test_the_launch_form_offers_only_the_current_projects_runs(client_for, charlie, run):
+    response = client_for(charlie).get(LAUNCH_URL)
+    assert response.context["form"] is None
+    assert "No project yet" in response.content.decode()

@@ -1,0 +1,83 @@
+"""Plain data passed between the long2short worker and the methods (no torch here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from training.types import PromptRecord
+
+
+@dataclass(frozen=True)
+class Long2ShortJob:
+    """What a method needs: the parent model, the problems, where to write.
+
+    parent_model_path: the parent checkpoint directory (Hugging Face layout), the long-CoT model.
+    parent_config: the parent run's resolved RLConfig as a dict (prompting, max length, knobs the RL variant keeps).
+    merge_model_paths: further checkpoint directories for model merging (method `merge` only).
+    output_dir: the variant's folder; the produced checkpoint goes in a subfolder of it.
+    """
+
+    parent_model_path: Path
+    parent_config: dict[str, Any]
+    records: tuple[PromptRecord, ...]
+    output_dir: Path
+    models_dir: Path
+    merge_model_paths: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeptSample:
+    """Shortest rejection sampling: the shortest correct of a problem's samples (the SFT target)."""
+
+    prompt_id: str
+    response: str
+    response_tokens: int
+    samples_drawn: int
+    correct_samples: int
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """DPO: chosen = the shortest correct response; rejected = a wrong longer or a too-long correct one."""
+
+    prompt_id: str
+    chosen: str
+    rejected: str
+    chosen_tokens: int
+    rejected_tokens: int
+    rejected_reason: str  # "wrong_longer" or "correct_too_long"
+
+
+@dataclass(frozen=True)
+class Long2ShortOutcome:
+    """The produced checkpoint and the data the method built (kept samples or pairs), for the rows."""
+
+    checkpoint_path: Path
+    size_bytes: int
+    iteration: int | None = None  # RL iterations run (long2short RL); None for the other methods
+    kept_samples: tuple[KeptSample, ...] = ()
+    pairs: tuple[PreferencePair, ...] = ()
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Long2ShortHooks:
+    """How a method reports progress (fraction 0..1) and log lines, and learns that it should stop."""
+
+    log: Callable[[str], None] = _ignore
+    progress: Callable[[float], None] = _ignore
+    should_stop: Callable[[], bool] = _never
+
+
+class Long2ShortStopped(Exception):
+    """A method stopped between steps because it was asked to."""

@@ -1,0 +1,138 @@
+"""The long2short dashboard's numbers: accuracy versus mean response tokens of a parent and its variants.
+
+Report figure 7: each variant is one point per benchmark; the parent run's evaluated checkpoints draw
+the long-CoT curve. The token-efficiency table compares each variant with its parent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from django.db.models import F, Q, QuerySet
+
+from webapp.evals.models import BenchmarkResult
+from webapp.jobs import JobStatus
+from webapp.long2short.models import Long2ShortVariant
+from webapp.projects.models import Project
+from webapp.runs.models import RLRun
+
+MAX_VARIANTS = 50  # per parent, newest first
+PARENT_CHOICES = 50
+
+
+@dataclass(frozen=True)
+class TokenEfficiency:
+    """One variant on one benchmark against its parent; scores are fractions, tokens are mean response tokens."""
+
+    score: float
+    mean_tokens: float | None
+    accuracy_change_points: float | None  # (score - parent score) * 100
+    token_change_percent: float | None  # (tokens - parent tokens) / parent tokens * 100
+    accuracy_per_1k_tokens: float | None  # score in percent points / (tokens / 1000)
+
+
+def accuracy_per_1k_tokens(score: float, mean_tokens: float | None) -> float | None:
+    """Accuracy points bought per thousand response tokens: 0.6 at 2000 tokens -> 30.0; None without tokens."""
+    if not mean_tokens:
+        return None
+    return score * 100 / (mean_tokens / 1000)
+
+
+def token_efficiency(score: float, mean_tokens: float | None,
+                     parent_score: float | None, parent_tokens: float | None) -> TokenEfficiency:
+    """A variant's score and tokens, their change versus the parent, and accuracy per 1k tokens."""
+    points = None if parent_score is None else (score - parent_score) * 100
+    tokens_percent = None
+    if mean_tokens is not None and parent_tokens:
+        tokens_percent = (mean_tokens - parent_tokens) / parent_tokens * 100
+    return TokenEfficiency(score, mean_tokens, points, tokens_percent, accuracy_per_1k_tokens(score, mean_tokens))
+
+
+def checkpoint_label(name: str, iteration: int | None) -> str:
+    return name if iteration is None else f"{name} @ {iteration}"
+
+
+# ---------------------------------------------------------------- queries
+
+
+def parent_choices(project: Project | None) -> QuerySet:
+    """The project's runs that have variants (directly or through a checkpoint), newest first."""
+    if project is None:
+        return RLRun.objects.none()
+    with_variants = Q(variants__isnull=False) | Q(checkpoints__child_variants__isnull=False)
+    return (RLRun.objects.filter(with_variants, project=project).distinct().only("pk", "name", "created_at")
+            .order_by("-created_at", "-pk")[:PARENT_CHOICES])
+
+
+def variants_of(parent: RLRun) -> list[Long2ShortVariant]:
+    """Variants of the run or of one of its checkpoints, newest first (one query)."""
+    return list(Long2ShortVariant.objects.filter(Q(parent_run=parent) | Q(parent_checkpoint__run=parent))
+                .select_related("parent_checkpoint").order_by("-created_at", "-pk")[:MAX_VARIANTS])
+
+
+def evaluated_results(parent: RLRun, variants: Sequence[Long2ShortVariant]) -> list[dict[str, Any]]:
+    """Succeeded results of the parent's and the variants' checkpoints (one query), oldest evaluation first."""
+    sources = Q(eval_run__checkpoint__run=parent) | Q(eval_run__checkpoint__variant__in=[v.pk for v in variants])
+    return list(
+        BenchmarkResult.objects.filter(sources, eval_run__status=JobStatus.SUCCEEDED)
+        .annotate(checkpoint_id=F("eval_run__checkpoint_id"), run_id=F("eval_run__checkpoint__run_id"),
+                  variant_id=F("eval_run__checkpoint__variant_id"), iteration=F("eval_run__checkpoint__iteration"))
+        .order_by("eval_run__created_at", "eval_run_id")
+        .values("checkpoint_id", "run_id", "variant_id", "iteration", "benchmark", "score", "mean_response_tokens")
+    )
+
+
+# ---------------------------------------------------------------- assembling
+
+
+def latest_by(rows: Sequence[dict], key) -> dict:
+    """key(row) -> the last row with that key (rows come oldest first, so the latest evaluation wins)."""
+    return {key(row): row for row in rows}
+
+
+def parent_points(parent: RLRun, rows: Sequence[dict]) -> dict[str, list[dict]]:
+    """Benchmark -> the parent's checkpoints as points, by iteration."""
+    by_checkpoint = latest_by([row for row in rows if row["run_id"] == parent.pk],
+                              lambda row: (row["benchmark"], row["checkpoint_id"]))
+    points: dict[str, list[dict]] = {}
+    for row in sorted(by_checkpoint.values(), key=lambda row: (row["iteration"] is None, row["iteration"] or 0)):
+        points.setdefault(row["benchmark"], []).append({
+            "label": checkpoint_label(parent.name, row["iteration"]), "checkpoint": row["checkpoint_id"],
+            "iteration": row["iteration"], "score": row["score"], "tokens": row["mean_response_tokens"]})
+    return points
+
+
+def parent_reference(variant: Long2ShortVariant, benchmark: str, points: dict[str, list[dict]]) -> dict | None:
+    """The parent point a variant is compared with: its parent checkpoint's, else the parent's last checkpoint's."""
+    candidates = points.get(benchmark, [])
+    chosen = [point for point in candidates if point["checkpoint"] == variant.parent_checkpoint_id]
+    return (chosen or candidates[-1:] or [None])[0]
+
+
+def dashboard_data(parent: RLRun) -> dict[str, Any]:
+    """Per benchmark: the parent's curve and one point per variant; the token-efficiency rows (three queries)."""
+    variants = variants_of(parent)
+    rows = evaluated_results(parent, variants)
+    parents = parent_points(parent, rows)
+    latest = latest_by([row for row in rows if row["variant_id"] is not None],
+                       lambda row: (row["benchmark"], row["variant_id"]))
+    benchmarks = sorted({row["benchmark"] for row in rows})
+    charts, table = [], []
+    for benchmark in benchmarks:
+        variant_points = []
+        for variant in variants:
+            row = latest.get((benchmark, variant.pk))
+            if row is None:
+                continue
+            reference = parent_reference(variant, benchmark, parents)
+            efficiency = token_efficiency(row["score"], row["mean_response_tokens"],
+                                          reference and reference["score"], reference and reference["tokens"])
+            point = {"label": f"{variant.name} ({variant.get_method_display()})", "variant": variant.pk,
+                     "score": row["score"], "tokens": row["mean_response_tokens"]}
+            variant_points.append(point)
+            table.append({**point, "benchmark": benchmark, "efficiency": efficiency,
+                          "reference": reference["label"] if reference else None})
+        charts.append({"benchmark": benchmark, "parent": parents.get(benchmark, []), "variants": variant_points})
+    return {"parent": {"id": parent.pk, "name": parent.name}, "charts": charts, "table": table,
+            "variants": variants}

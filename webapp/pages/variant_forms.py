@@ -1,0 +1,82 @@
+"""The long2short variant launch form: parent, suite and the chosen method's knobs (from LONG2SHORT_CONFIGS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from training.config import LONG2SHORT_CONFIGS
+from webapp.evals.models import BenchmarkSuite
+from webapp.long2short.models import Long2ShortMethod
+from webapp.pages.compare_data import parse_id_list
+from webapp.pages.forms import KnobFormMixin
+from webapp.runs.models import Checkpoint, RLRun
+
+DEFAULT_METHOD = Long2ShortMethod.MERGE.value
+
+
+def chosen_method(data) -> str:
+    """The method named by the posted form or ?method=, else the default (an unknown one too: the form refuses it)."""
+    method = (data or {}).get("method", "")
+    return method if method in LONG2SHORT_CONFIGS else DEFAULT_METHOD
+
+
+class CheckpointChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, checkpoint: Checkpoint) -> str:
+        return f"#{checkpoint.pk} {checkpoint}"
+
+
+class VariantLaunchForm(KnobFormMixin, forms.Form):
+    """Method, parent (a run, or one of its checkpoints), evaluation suite, then the method's knobs."""
+
+    knob_group_titles = {"merge": "Merging", "sampling": "Sampling", "sft": "SFT", "pairs": "Preference pairs",
+                         "dpo": "DPO", "rl": "RL"}
+
+    name = forms.CharField(max_length=200)
+    method = forms.ChoiceField(choices=Long2ShortMethod.choices, widget=forms.HiddenInput,
+                               help_text="How the shorter model is made; the page's method links switch it.")
+    parent_run = forms.ModelChoiceField(queryset=RLRun.objects.none(), required=False, empty_label="(none)",
+                                        help_text="The long-CoT run; its latest checkpoint is the parent.")
+    parent_checkpoint = CheckpointChoiceField(queryset=Checkpoint.objects.none(), required=False,
+                                              empty_label="(none)", help_text="A particular checkpoint instead.")
+    evaluation_suite = forms.ModelChoiceField(
+        queryset=BenchmarkSuite.objects.none(), required=False, empty_label="(none)",
+        help_text="Benchmarks evaluated on the variant's checkpoint (optional).",
+    )
+
+    def __init__(self, *args: Any, project, method: str, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.config_class = LONG2SHORT_CONFIGS[method]
+        self.fields["method"].initial = method
+        self.fields["parent_run"].queryset = RLRun.objects.filter(project=project).order_by("-created_at")
+        self.fields["parent_checkpoint"].queryset = (Checkpoint.objects.filter(project=project)
+                                                     .select_related("run", "variant").order_by("-created_at"))
+        self.fields["evaluation_suite"].queryset = BenchmarkSuite.objects.filter(project=project)
+        self.add_knob_fields()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        run, checkpoint = cleaned.get("parent_run"), cleaned.get("parent_checkpoint")
+        if run is None and checkpoint is None and not self.has_error("parent_run") \
+                and not self.has_error("parent_checkpoint"):
+            self.add_error("parent_run", "Choose a parent run or a parent checkpoint.")
+        if run is not None and checkpoint is not None and checkpoint.run_id != run.pk:
+            self.add_error("parent_checkpoint", f"Checkpoint {checkpoint.pk} is not one of run {run.name}'s.")
+        self.parse_knobs()
+        if "other_checkpoint_ids" in self.fields and not self.has_error("other_checkpoint_ids"):
+            self.check_other_checkpoints(cleaned.get("other_checkpoint_ids") or "")
+        return cleaned
+
+    def check_other_checkpoints(self, text: str) -> None:
+        """Merging: every listed checkpoint must exist in this project."""
+        try:
+            ids = parse_id_list(text)
+        except ValueError as error:
+            self.add_error("other_checkpoint_ids", str(error))
+            return
+        found = set(Checkpoint.objects.filter(project=self.project, pk__in=ids).values_list("pk", flat=True))
+        missing = [pk for pk in ids if pk not in found]
+        if missing:
+            self.add_error("other_checkpoint_ids", f"Checkpoint {missing[0]} is not in this project.")

@@ -1,0 +1,25 @@
+"""Run one prompt-set import row: load the dataset, map and validate every row, create the set atomically."""
+
+from __future__ import annotations
+
+from common.knobs import parse_config
+from evaluation.datasets.prompt_import import PromptImportConfig, describe_source, load_prompts
+from webapp.prompts.models import PromptSetImport
+from webapp.prompts.services import complete_prompt_import
+from workers.jobs import raise_if_cancelled
+
+
+def run_prompt_import_job(job: PromptSetImport) -> None:
+    """Import the dataset named by the row's config; a bad row fails the job and creates nothing."""
+    if job.prompt_set_id is not None:  # a re-queued job whose set was already created
+        PromptSetImport.append_log(job.pk, f"prompt set {job.prompt_set_id} already imported")
+        return
+    config = parse_config(PromptImportConfig, job.config)
+    source = describe_source(config)
+    PromptSetImport.append_log(job.pk, f"loading {source}")
+    prompts = load_prompts(config)
+    PromptSetImport.heartbeat(job.pk)
+    raise_if_cancelled(PromptSetImport, job.pk)
+    PromptSetImport.append_log(job.pk, f"{len(prompts)} rows valid; creating prompt set {job.name!r}")
+    prompt_set = complete_prompt_import(job, prompts, source)
+    PromptSetImport.append_log(job.pk, f"imported {len(prompts)} prompts into prompt set {prompt_set.pk}")
