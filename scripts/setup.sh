@@ -26,3 +26,5 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.mirrorlab-installed-*
   touch "$stamp"
 fi
+# Headless Chromium for tests/browser (apt, only when missing); without it those tests skip, saying so.
+bash scripts/browser.sh || echo "== warning: chromium could not be installed; tests/browser will be skipped"

@@ -8,10 +8,10 @@ from rest_framework.routers import DefaultRouter
 from webapp.evals.api import (
     BenchmarkResultViewSet, BenchmarkSuiteViewSet, BenchmarkTableViewSet, EvalRunViewSet, SampleResultViewSet,
 )
-from webapp.long2short.api import Long2ShortVariantViewSet
+from webapp.long2short.api import Long2ShortRecordViewSet, Long2ShortVariantViewSet
 from webapp.projects.api import ProjectViewSet
 from webapp.prompts.api import PromptSetViewSet, PromptViewSet
-from webapp.runs.api import CheckpointViewSet, IterationMetricViewSet, RLRunViewSet
+from webapp.runs.api import CheckpointViewSet, IterationMetricViewSet, RLRunViewSet, TrainingSampleViewSet
 
 router = DefaultRouter()
 router.register("projects", ProjectViewSet)
@@ -19,6 +19,7 @@ router.register("prompt-sets", PromptSetViewSet)
 router.register("prompts", PromptViewSet)
 router.register("runs", RLRunViewSet)
 router.register("iteration-metrics", IterationMetricViewSet)
+router.register("training-samples", TrainingSampleViewSet)
 router.register("checkpoints", CheckpointViewSet)
 router.register("suites", BenchmarkSuiteViewSet)
 router.register("evaluations", EvalRunViewSet)
@@ -26,6 +27,7 @@ router.register("benchmark-results", BenchmarkResultViewSet)
 router.register("samples", SampleResultViewSet)
 router.register("benchmark-tables", BenchmarkTableViewSet, basename="benchmark-table")
 router.register("variants", Long2ShortVariantViewSet)
+router.register("variant-records", Long2ShortRecordViewSet)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -15,7 +15,7 @@ from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.jobs import JobStatus
 from webapp.prompts.models import PromptSet
-from webapp.runs.models import Checkpoint, IterationMetric, RLRun
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from webapp.runs.services import launch_run, resume_run
 
 JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "traceback",
@@ -99,6 +99,30 @@ class IterationMetricViewSet(ReadOnlyScopedViewSet):
     queryset = IterationMetric.objects.all()
     serializer_class = IterationMetricSerializer
     filterset_class = IterationMetricFilter
+
+
+class TrainingSampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TrainingSample
+        fields = ("id", "run", "iteration", "prompt_id", "problem", "sample_index", "response", "reward", "correct",
+                  "response_tokens", "truncated", "repeated")
+
+
+class TrainingSampleFilter(django_filters.FilterSet):
+    min_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="gte")
+    max_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="lte")
+
+    class Meta:
+        model = TrainingSample
+        fields = ("run", "iteration", "correct", "truncated", "repeated")
+
+
+class TrainingSampleViewSet(ReadOnlyScopedViewSet):
+    """Responses the policy was trained on, written by workers; filter by run, iteration, correctness, length."""
+
+    queryset = TrainingSample.objects.all()
+    serializer_class = TrainingSampleSerializer
+    filterset_class = TrainingSampleFilter
 
 
 class CheckpointSerializer(ProjectScopedSerializer):
