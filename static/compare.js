@@ -2,18 +2,52 @@
 (function () {
   "use strict";
   var ACCURACY_METRICS = { train_accuracy: true };
+  var CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
+  var HEADROOM = 0.05;  // of the y span, above the highest point, so it does not touch the top edge
+  var FEW_INTEGERS = 10;  // an x span (iterations or tokens) up to this gets a tick at every integer
 
-  function baseLayout(xLabel, yLabel, isFraction) {
-    var yaxis = { title: { text: yLabel }, rangemode: "tozero" };
-    if (isFraction) { yaxis.tickformat = ".0%"; }
+  function finite(values) {
+    return values.filter(function (value) { return typeof value === "number" && isFinite(value); });
+  }
+
+  // Iterations and tokens are counts: ticks on integers only (Plotly would put 1.5, 2.5 on a short span).
+  function xAxis(xLabel, traces) {
+    var axis = { title: { text: xLabel }, zeroline: false, tickformat: "d" };
+    var xs = finite([].concat.apply([], traces.map(function (trace) { return trace.x; })));
+    if (xs.length && Math.max.apply(null, xs) - Math.min.apply(null, xs) <= FEW_INTEGERS) {
+      axis.tickmode = "linear";
+      axis.tick0 = 0;
+      axis.dtick = 1;
+    }
+    return axis;
+  }
+
+  // From zero (or the lowest negative value) to the highest point plus headroom; fractions stop at 105%.
+  function yAxis(yLabel, isFraction, traces) {
+    var axis = { title: { text: yLabel }, rangemode: "tozero", automargin: true };
+    if (isFraction) { axis.tickformat = ".0%"; }
+    var ys = finite([].concat.apply([], traces.map(function (trace) { return trace.y; })));
+    if (!ys.length) { return axis; }
+    var low = Math.min(0, Math.min.apply(null, ys));
+    var high = Math.max.apply(null, ys);
+    if (high <= low) { high = isFraction ? 1 : low + 1; }
+    var pad = (high - low) * HEADROOM;
+    axis.range = [low < 0 ? low - pad : 0, isFraction ? Math.min(high + pad, 1 + HEADROOM) : high + pad];
+    return axis;
+  }
+
+  function baseLayout(xLabel, yLabel, isFraction, traces) {
     return {
-      margin: { t: 10, r: 20, b: 50, l: 70 },
+      margin: { t: 36, r: 20, b: 50, l: 70 },
       hovermode: "closest",
       legend: { orientation: "h", y: -0.25 },
-      xaxis: { title: { text: xLabel }, zeroline: false },
-      yaxis: yaxis,
+      xaxis: xAxis(xLabel, traces),
+      yaxis: yAxis(yLabel, isFraction, traces),
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: "rgba(0,0,0,0)",
+      // The modebar's default background comes from the transparent paper: half-black, shown
+      // even off hover. Light, it vanishes with its buttons.
+      modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
     };
   }
 
@@ -27,7 +61,7 @@
     card.appendChild(heading);
     card.appendChild(chart);
     container.appendChild(card);
-    window.Plotly.newPlot(chart, traces, layout, { responsive: true, displaylogo: false });
+    window.Plotly.newPlot(chart, traces, layout, CONFIG);
   }
 
   function metricTraces(chart, smoothing) {
@@ -65,12 +99,13 @@
     var data = JSON.parse(source.textContent);
     data.metrics.forEach(function (chart) {
       var title = chart.label + (data.smoothing > 0 ? " (smoothed " + data.smoothing + ")" : "");
-      addChart(container, title, metricTraces(chart, data.smoothing),
-               baseLayout(data.x_label, chart.label, ACCURACY_METRICS[chart.metric]));
+      var traces = metricTraces(chart, data.smoothing);
+      addChart(container, title, traces, baseLayout(data.x_label, chart.label, ACCURACY_METRICS[chart.metric], traces));
     });
     data.benchmarks.forEach(function (chart) {
-      addChart(container, chart.benchmark + ": accuracy of evaluated checkpoints", benchmarkTraces(chart),
-               baseLayout(data.x_label, "accuracy", true));
+      var traces = benchmarkTraces(chart);
+      addChart(container, chart.benchmark + ": accuracy of evaluated checkpoints", traces,
+               baseLayout(data.x_label, "accuracy", true, traces));
     });
   });
 })();

@@ -23,14 +23,17 @@
   }
 
   var layout = {
-    margin: { t: 10, r: 20, b: 50, l: 70 },
+    margin: { t: 36, r: 20, b: 50, l: 70 },  // room above the plot for the modebar (shown on hover)
     hovermode: "closest",
     showlegend: true,
     legend: { orientation: "h", y: -0.25 },
     xaxis: { title: { text: "mean response tokens" }, rangemode: "tozero" },
-    yaxis: { title: { text: "accuracy" }, tickformat: ".0%" },
+    yaxis: { title: { text: "accuracy" }, tickformat: ".0%", automargin: true },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
+    // The modebar's default background comes from the transparent paper: half-black, shown
+    // even off hover. Light, it vanishes with its buttons.
+    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
   };
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -48,7 +51,8 @@
       card.appendChild(heading);
       card.appendChild(plot);
       container.appendChild(card);
-      window.Plotly.newPlot(plot, traces(chart, data.parent.name), layout, { responsive: true, displaylogo: false });
+      window.Plotly.newPlot(plot, traces(chart, data.parent.name), layout,
+                            { responsive: true, displaylogo: false, displayModeBar: "hover" });
     });
   });
 })();

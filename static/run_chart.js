@@ -28,23 +28,30 @@
     ].concat(benchmarkTraces(benchmarks));
   }
 
+  // The top margin holds the modebar (shown on hover) above the plot; the right axis picks its own round ticks
+  // (an overlaying axis defaults to tickmode "sync", which copies the left axis's ticks: 53.9, 107.8, ...).
   var layout = {
-    margin: { t: 10, r: 70, b: 50, l: 70 },
+    margin: { t: 36, r: 70, b: 50, l: 70 },
     hovermode: "x unified",
     legend: { orientation: "h", y: -0.2 },
     xaxis: { title: { text: "iteration" }, zeroline: false },
-    yaxis: { title: { text: "accuracy" }, range: [0, 1], tickformat: ".0%", color: ACCURACY_COLOR },
+    yaxis: { title: { text: "accuracy" }, range: [0, 1.05], tickformat: ".0%", color: ACCURACY_COLOR },
     yaxis2: { title: { text: "response length (tokens)" }, overlaying: "y", side: "right", rangemode: "tozero",
-              color: LENGTH_COLOR, showgrid: false },
+              tickmode: "auto", nticks: 6, automargin: true, color: LENGTH_COLOR, showgrid: false },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
+    // The modebar's default background comes from the transparent paper: half-black, shown
+    // even off hover. Light, it vanishes with its buttons.
+    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
   };
+
+  var CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
 
   function draw(chart, series, benchmarks) {
     if (!series.iteration.length && !Object.keys(benchmarks).length) { return; }
     var empty = chart.querySelector(".chart-empty");
     if (empty) { empty.remove(); }
-    window.Plotly.react(chart, traces(series, benchmarks), layout, { responsive: true, displaylogo: false });
+    window.Plotly.react(chart, traces(series, benchmarks), layout, CONFIG);
   }
 
   function drawTrends(benchmarks) {
@@ -65,6 +72,27 @@
 
   function setHidden(element, hidden) {
     if (element) { element.hidden = hidden; }
+  }
+
+  // Once the run's status differs from the one the page was loaded with, flash messages ("Run … is queued.")
+  // are stale: fade them out, then remove them.
+  function fadeMessages() {
+    document.querySelectorAll(".messages .message").forEach(function (message) {
+      message.classList.add("fading");
+      window.setTimeout(function () { message.remove(); }, 600);
+    });
+  }
+
+  function showFacts(status) {
+    setText("started_at", status.started_at);
+    setText("finished_at", status.finished_at);
+    setText("worker", status.worker);
+    setText("heartbeat_ago", status.heartbeat_ago);
+    setHidden(field("heartbeat-box"), !status.heartbeat_ago);
+    if (window.MirrorlabRunMetrics) {
+      window.MirrorlabRunMetrics.show(field("metric-rows"), field("metrics-more"), status.metric_rows,
+                                      status.metric_count);
+    }
   }
 
   function showStatus(status) {
@@ -97,6 +125,8 @@
       })
       .then(function (status) {
         showStatus(status);
+        showFacts(status);
+        if (status.status !== state.dataset.loadedStatus) { fadeMessages(); }
         draw(chart, status.metrics, status.benchmarks);
         drawTrends(status.benchmarks);
         if (!status.is_terminal) {

@@ -36,6 +36,9 @@
       xaxis: { title: { text: "mean response length (tokens)" }, zeroline: false },
       yaxis: { title: { text: "accuracy" }, tickformat: ".0%", rangemode: "tozero" },
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      // The modebar's default background comes from the transparent paper: half-black, shown
+      // even off hover. Light, it vanishes with its buttons.
+      modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
     };
   }
 

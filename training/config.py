@@ -14,7 +14,9 @@ from common.knobs import knob
 SAMPLING_STRATEGIES = ("uniform", "curriculum", "prioritized")
 LOG_Z_ESTIMATES = ("mean_reward", "log_mean_exp")
 POLICY_LOSSES = ("mirror_descent", "rest")
-ROLLOUT_ENGINES = ("torch", "vllm")
+ROLLOUT_ENGINES = ("torch", "vllm", "vllm-hybrid")
+# vllm-hybrid between rollouts: put vLLM to sleep (GPU) or stop its process and start it again.
+HYBRID_RELEASE_MODES = ("restart", "sleep")
 # "noop-test" writes synthetic iterations and trains nothing: for tests of the
 # job plumbing only, never a default (see training/engines/noop_test.py).
 TRAINER_BACKENDS = ("torch", "megatron", "noop-test")
@@ -63,7 +65,9 @@ class RLConfig:
                                         "(0 turns it off).", group="length_penalty", minimum=0.0)
     length_penalty_warmup_iterations: int = knob(0, "Iterations trained without the length reward before its "
                                                  "weight applies.", group="length_penalty", minimum=0)
-    rollout_engine: str = knob("torch", "Rollout engine: torch (Hugging Face generate) or vllm.",
+    rollout_engine: str = knob("torch", "Rollout engine: torch (Hugging Face generate), vllm (in this "
+                               "process) or vllm-hybrid (vLLM in its own process, taking turns with the trainer on "
+                               "the same devices).",
                                group="rollouts", choices=ROLLOUT_ENGINES)
     max_response_tokens: int = knob(256, "Longest response, in tokens.", group="rollouts", minimum=1)
     temperature: float = knob(1.0, "Sampling temperature of rollouts.", group="rollouts", exclusive_minimum=0.0)
@@ -75,9 +79,27 @@ class RLConfig:
         "(empty = keep all).", group="rollouts", minimum=0)
     repeat_penalty: float = knob(0.0, "Reward subtracted from a rollout ended early by repeat detection.",
                                  group="rollouts", minimum=0.0)
+    hybrid_release: str = knob("restart", "vllm-hybrid only: how vLLM frees the devices for training between "
+                               "rollouts: restart (stop its process, start it again; works everywhere) or sleep "
+                               "(vLLM's sleep mode, GPU only, much faster).", group="rollouts",
+                               choices=HYBRID_RELEASE_MODES)
     trainer_backend: str = knob("torch", "Trainer: torch (one process, torchrun for several GPUs) or megatron. "
                                 "'noop-test' trains nothing and exists for plumbing tests.",
                                 group="optimization", choices=TRAINER_BACKENDS)
+    tensor_parallel_size: int = knob(1, "megatron only: GPUs each layer's weights are split over (must divide the "
+                                     "heads, key-value heads and ffn size).", group="optimization", minimum=1)
+    pipeline_parallel_size: int = knob(1, "megatron only: pipeline stages the layers are split into (must divide "
+                                       "the layer count).", group="optimization", minimum=1)
+    nnodes: int = knob(1, "Machines the run trains on (torchrun --nnodes; above 1 needs rdzv_endpoint).",
+                       group="distributed", minimum=1)
+    nproc_per_node: int = knob(1, "Training processes per machine, usually one per GPU (torchrun "
+                               "--nproc_per_node; 1 with nnodes 1 = no torchrun).", group="distributed", minimum=1)
+    node_rank: int | None = knob(None, "This machine's rank among nnodes for a static rendezvous (empty = "
+                                 "assigned by the c10d rendezvous).", group="distributed", minimum=0)
+    rdzv_endpoint: str | None = knob(None, "host:port of the c10d rendezvous every node joins (empty = this "
+                                     "machine alone, a free local port).", group="distributed")
+    rdzv_id: str | None = knob(None, "Rendezvous id shared by the run's nodes (empty = derived from the run).",
+                               group="distributed")
     checkpoint_every_iterations: int = knob(10, "Save a checkpoint every N iterations (and at the end).",
                                             group="evaluation", minimum=1)
     evaluate_every_iterations: int = knob(0, "Evaluate checkpoints on the run's suite every N iterations "
@@ -94,6 +116,13 @@ class RLConfig:
             errors["partial_rollout_token_budget"] = "must not exceed max_response_tokens"
         if self.length_penalty_warmup_iterations > self.iterations:
             errors["length_penalty_warmup_iterations"] = "must not exceed iterations"
+        for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+            if getattr(self, name) > 1 and self.trainer_backend != "megatron":
+                errors[name] = "above 1 needs trainer_backend megatron"
+        if self.node_rank is not None and self.node_rank >= self.nnodes:
+            errors["node_rank"] = f"must be below nnodes ({self.nnodes})"
+        if self.nnodes > 1 and not self.rdzv_endpoint:
+            errors["rdzv_endpoint"] = "needed when nnodes > 1: host:port of the rendezvous every node joins"
         return errors
 
 
@@ -106,8 +135,58 @@ class MergeConfig:
 
     parent_weight: float = knob(0.5, "Weight of the parent (long-CoT) model; the others share the rest.",
                                 group="merge", minimum=0.0, maximum=1.0)
-    other_checkpoint_ids: str = knob("", "Comma-separated ids of the checkpoints merged with the parent "
-                                     "(for example a short-CoT model).", group="merge")
+    other_checkpoint_ids: str | None = knob(None, "Comma-separated ids of the checkpoints merged with the parent "
+                                            "(for example a short-CoT model).", group="merge")
+    other_run_iterations: str | None = knob(None, "Comma-separated iterations of the parent run whose checkpoints "
+                                            "are also merged (0 = its warm-up checkpoint, a shorter-CoT model).",
+                                            group="merge")
+    other_weights: str | None = knob(None, "Comma-separated weights of the other checkpoints, in the order "
+                                     "listed (checkpoint ids first, then run iterations); with parent_weight they "
+                                     "must sum to 1. Empty = the others share 1 - parent_weight equally.",
+                                     group="merge")
+
+    def weights(self, others: int) -> tuple[float, ...]:
+        """(parent weight, each other checkpoint's weight) for `others` further checkpoints."""
+        if self.other_weights is None:
+            return (self.parent_weight,) + ((1.0 - self.parent_weight) / others,) * others if others else (1.0,)
+        listed = _number_list(self.other_weights)
+        if len(listed) != others:
+            raise ValueError(f"other_weights lists {len(listed)} weights for {others} other checkpoints")
+        return (self.parent_weight, *listed)
+
+    def cross_field_errors(self) -> dict[str, str]:
+        """other_weights: non-negative numbers, one per listed checkpoint, summing to 1 with parent_weight."""
+        if self.other_weights is None:
+            return {}
+        try:
+            listed = _number_list(self.other_weights)
+        except ValueError as error:
+            return {"other_weights": str(error)}
+        others = len(_text_list(self.other_checkpoint_ids)) + len(_text_list(self.other_run_iterations))
+        if others and len(listed) != others:
+            return {"other_weights": f"lists {len(listed)} weights but {others} other checkpoints are chosen"}
+        total = self.parent_weight + sum(listed)
+        if abs(total - 1.0) > 1e-6:
+            return {"other_weights": f"with parent_weight the weights sum to {total:g}, not 1"}
+        return {}
+
+
+def _text_list(text: str | None) -> list[str]:
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
+def _number_list(text: str) -> list[float]:
+    """'0.3, 0.2' -> [0.3, 0.2]; a ValueError names the item that is not a non-negative number."""
+    numbers = []
+    for item in _text_list(text):
+        try:
+            number = float(item)
+        except ValueError:
+            raise ValueError(f"{item!r} is not a number") from None
+        if not number >= 0.0 or number == float("inf"):
+            raise ValueError(f"{item!r} must be a non-negative finite number")
+        numbers.append(number)
+    return numbers
 
 
 @dataclass(frozen=True)
@@ -119,6 +198,9 @@ class ShortestRejectionConfig:
     learning_rate: float = knob(1e-5, "SFT learning rate.", group="sft", exclusive_minimum=0.0)
     epochs: int = knob(1, "SFT epochs over the kept responses.", group="sft", minimum=1)
     seed: int = knob(0, "Random seed.", group="sampling", minimum=0)
+    temperature: float = knob(1.0, "Sampling temperature of the long model.", group="sampling",
+                              exclusive_minimum=0.0)
+    batch_size: int = knob(8, "SFT: kept responses per optimizer step.", group="sft", minimum=1)
 
 
 @dataclass(frozen=True)
@@ -134,6 +216,9 @@ class DPOConfig:
                        exclusive_minimum=0.0)
     learning_rate: float = knob(1e-6, "DPO learning rate.", group="dpo", exclusive_minimum=0.0)
     epochs: int = knob(1, "Epochs over the pairs.", group="dpo", minimum=1)
+    temperature: float = knob(1.0, "Sampling temperature of the long model.", group="sampling",
+                              exclusive_minimum=0.0)
+    pairs_per_step: int = knob(8, "Preference pairs per gradient step.", group="dpo", minimum=1)
     seed: int = knob(0, "Random seed.", group="sampling", minimum=0)
 
 

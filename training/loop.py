@@ -13,6 +13,7 @@ from training import distributed
 from training.batch import build_policy_batch
 from training.collect import RolloutLimits, collect_rollouts, new_groups
 from training.config import RLConfig
+from training.hybrid.cycle import release_for_training, take_phase_seconds
 from training.rollout.base import SamplingSettings
 from training.scoring import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
@@ -68,8 +69,12 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
         batch = build_policy_batch(rollouts.finished, session.tokenizer.pad_token_id, iteration,
                                    config.exclude_segments_older_than) if rollouts.finished else None
+        release_for_training(session.engine)  # hybrid engines: free rollout memory, onload the trainer
+        training_started = time.perf_counter()
         update = session.trainer.update(batch, scored.rewards if scored is not None else None)
+        update["train_seconds"] = time.perf_counter() - training_started
         session.engine.update_weights(session.model)
+    update |= take_phase_seconds(session.engine)  # hybrid engines: seconds of each switch phase
     return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
 
 

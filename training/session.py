@@ -21,7 +21,7 @@ from training.rollout import rollout_engines
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
 from training.tasks.arithmetic import warmup_traces
-from training.trainer.torch_trainer import TorchTrainer
+from training.engines import trainer_classes
 from training.trajectories import ReplayBuffer
 from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks
 
@@ -34,7 +34,7 @@ class RunSession:
     records: Sequence[PromptRecord]
     prompts: list[tuple[int, ...]]
     tokenizer: object
-    trainer: TorchTrainer
+    trainer: object  # a trainer_classes entry: update(batch, rewards) -> metrics; `model`, the HF weights
     engine: object
     sampler: ProblemSampler
     buffer: ReplayBuffer
@@ -80,7 +80,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     check_same_checkpoint(resume.iteration if resume else None, paths)
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
-    trainer = TorchTrainer(load_model(model_path), config)
+    trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
     sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations)
     buffer = ReplayBuffer()
     if resume:
@@ -111,6 +111,9 @@ def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
                on_step=lambda step, loss: hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
                if step % report_every == 0 else None)
     distributed.broadcast_module(session.model)  # every rank warmed up alike; make the weights identical
+    reload = getattr(session.trainer, "reload_from_model", None)
+    if reload is not None:  # a trainer with weights of its own (megatron) takes the warmed-up ones
+        reload()
     hooks.on_checkpoint(session.save(0))
 
 

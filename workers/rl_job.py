@@ -16,6 +16,7 @@ from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
+from workers.torchrun_launch import needs_torchrun, run_under_torchrun
 
 
 def prompt_records(run: RLRun) -> list[PromptRecord]:
@@ -104,6 +105,10 @@ def run_rl_job(run: RLRun) -> None:
         log=lambda line: log_progress(run, line),
         should_stop=lambda: RLRun.objects.filter(pk=run.pk, cancel_requested=True).exists(),
     )
-    outcome = backend(config, prompt_records(run), run_paths(run), hooks)
+    if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
+        outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,
+                                     run_key=f"mirrorlab-run-{run.pk}")
+    else:
+        outcome = backend(config, prompt_records(run), run_paths(run), hooks)
     if outcome.stopped_early:
         raise JobCancelled()

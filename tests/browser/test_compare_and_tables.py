@@ -61,6 +61,9 @@ def test_the_compare_view_overlays_the_curves_of_two_runs(live_server, project, 
         lengths = [100.0 + tokens_per_step * step for step in range(1, 6)]
         assert any(trace["y"] == pytest.approx(accuracies) for trace in drawn), f"no accuracy curve of {name}"
         assert any(trace["y"] == pytest.approx(lengths) for trace in drawn), f"no response-length curve of {name}"
+    x_ticks = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#compare-charts .xtick text')).map(t => t.textContent);")
+    assert x_ticks and set(x_ticks) == {"1", "2", "3", "4", "5"}, f"iteration ticks {x_ticks}"  # no 1.5, 2.5
 
 
 @pytest.fixture

@@ -111,10 +111,24 @@ def test_a_user_uploads_prompts_launches_a_run_and_watches_it_fill_live(
     shoot("7-run-finished")
     assert browser.execute_script("return window.__noReload") == 1, "the page reloaded when the run finished"
     assert int(text_of(browser, COUNTER)) == ITERATIONS
+    see_live_facts_table_and_no_stale_message(browser)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED and IterationMetric.objects.filter(run=run).count() == ITERATIONS
 
     browse_training_samples(browser, run, shoot)
+
+
+def see_live_facts_table_and_no_stale_message(browser) -> None:
+    """Parts rendered once at load follow the polls: metrics table, start/end/worker; "queued" message gone."""
+    from selenium.webdriver.common.by import By
+
+    newest = browser.find_elements(By.CSS_SELECTOR, "[data-field='metric-rows'] tr")
+    assert len(newest) == 50 and newest[0].find_element(By.CSS_SELECTOR, "td").text == str(ITERATIONS)
+    assert "the newest 50 of 300 rows" in text_of(browser, "[data-field='metrics-more']")
+    for fact in ("started_at", "finished_at", "worker"):
+        assert text_of(browser, f"[data-field='{fact}']") not in ("", "—"), f"{fact} was not refreshed"
+    wait_until(browser, lambda driver: not driver.find_elements(By.CSS_SELECTOR, ".messages .message"),
+               "the stale 'queued' message to fade")
 
 
 def browse_training_samples(browser, run: RLRun, shoot) -> None:

@@ -161,7 +161,7 @@ def test_launch_form_groups_knobs_with_defaults_and_help(client_for, alice, prom
     form = response.context["form"]
     groups = [title for title, _ in form.knob_fieldsets()]
     assert groups == ["Model", "Long-CoT warm-up", "Data and sampling", "Optimization", "Length penalty",
-                      "Rollouts", "Evaluation"]
+                      "Rollouts", "Distributed", "Evaluation"]
     assert "<legend>Length penalty</legend>" in content
     assert 'name="tau" value="0.1"' in content
     assert "KL-regularisation strength tau" in content

@@ -3,8 +3,15 @@
 from common.registry import Registry
 
 # Each entry: run(config, prompts, output_dir, hooks) -> TrainingOutcome.
-# The megatron backend arrives with the scale-out work.
 trainer_backends = Registry("trainer backend", {
     "torch": "training.loop:run",
+    "megatron": "training.engines.megatron:run",
     "noop-test": "training.engines.noop_test:run",
+})
+
+# The trainer a run session builds for each backend that runs the RL loop: Trainer(hf_model, config), with
+# update(batch, rewards) -> metrics and `model` (a Hugging Face model holding the current weights).
+trainer_classes = Registry("trainer", {
+    "torch": "training.trainer.torch_trainer:TorchTrainer",
+    "megatron": "training.megatron.trainer:MegatronTrainer",
 })

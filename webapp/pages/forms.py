@@ -114,7 +114,8 @@ class KnobFormMixin:
 
 class RunLaunchForm(KnobFormMixin, forms.Form):
     config_class = RLConfig
-    knob_group_order = ("model", "warmup", "data", "optimization", "length_penalty", "rollouts", "evaluation")
+    knob_group_order = ("model", "warmup", "data", "optimization", "length_penalty", "rollouts", "distributed",
+                        "evaluation")
     knob_group_titles = {"warmup": "Long-CoT warm-up", "data": "Data and sampling"}
 
     name = forms.CharField(max_length=200)

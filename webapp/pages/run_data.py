@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Avg
+from django.db.models import Avg, Count, Window
+from django.utils import dateformat, timezone
+from django.utils.timesince import timesince
 
 from common.knobs import describe_knobs
 from training.config import RLConfig
@@ -14,6 +16,9 @@ from webapp.runs.models import IterationMetric, RLRun
 
 LOG_TAIL_LINES = 400
 ETA_RECENT_ITERATIONS = 20
+METRIC_TABLE_ROWS = 50  # the newest rows the polled page redraws: the metrics table's first page
+METRIC_TABLE_FIELDS = ("iteration", "train_accuracy", "mean_response_length", "p95_response_length", "loss", "kl",
+                       "tokens_generated", "tokens_reused", "seconds")
 
 
 def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
@@ -29,6 +34,32 @@ def eta_seconds(run: RLRun, recent: int = ETA_RECENT_ITERATIONS) -> float | None
     newest = IterationMetric.objects.filter(run=run).order_by("-iteration")[:recent]
     mean = newest.aggregate(mean=Avg("seconds"))["mean"]
     return None if mean is None else mean * remaining
+
+
+def eta_from_newest(run: RLRun, newest_seconds: list[float]) -> float | None:
+    """eta_seconds without a query: `newest_seconds` are the seconds of the newest iterations, newest first."""
+    remaining = run.total_iterations - run.current_iteration
+    if run.status != JobStatus.RUNNING or remaining <= 0 or not newest_seconds:
+        return None
+    return sum(newest_seconds) / len(newest_seconds) * remaining
+
+
+def newest_metric_rows(run: RLRun, rows: int = METRIC_TABLE_ROWS) -> tuple[list[dict[str, Any]], int]:
+    """(the newest `rows` metric rows as dicts of METRIC_TABLE_FIELDS, newest first; the run's row count): one query.
+
+    The count is a window over the whole filtered set, evaluated before the LIMIT.
+    """
+    newest = list(IterationMetric.objects.filter(run=run).order_by("-iteration")
+                  .annotate(total=Window(expression=Count("pk"))).values(*METRIC_TABLE_FIELDS, "total")[:rows])
+    total = newest[0]["total"] if newest else 0
+    for row in newest:
+        del row["total"]
+    return newest, total
+
+
+def moment_text(moment) -> str:
+    """A datetime as the run page prints it ('2026-11-24 06:08:59', current time zone); '—' when unset."""
+    return dateformat.format(timezone.localtime(moment), "Y-m-d H:i:s") if moment else "—"
 
 
 def duration_text(seconds: float | None) -> str:
@@ -49,7 +80,9 @@ def duration_text(seconds: float | None) -> str:
 
 def status_payload(run: RLRun) -> dict[str, Any]:
     """The run's state as JSON-ready data, for the page's periodic refresh (a fixed number of queries)."""
-    eta = eta_seconds(run)
+    metric_rows, metric_count = newest_metric_rows(run)
+    eta = eta_from_newest(run, [row["seconds"] for row in metric_rows[:ETA_RECENT_ITERATIONS]])
+    heartbeat = run.heartbeat_at if run.status == JobStatus.RUNNING else None
     return {
         "status": run.status,
         "status_label": run.get_status_display(),
@@ -61,10 +94,16 @@ def status_payload(run: RLRun) -> dict[str, Any]:
         "progress": run.progress,
         "eta_seconds": eta,
         "eta": duration_text(eta),
+        "started_at": moment_text(run.started_at),
+        "finished_at": moment_text(run.finished_at),
+        "worker": run.worker or "—",
+        "heartbeat_ago": f"{timesince(heartbeat)} ago" if heartbeat else "",
         "error": run.error,
         "traceback": run.traceback,
         "log_tail": log_tail(run.log),
         "metrics": chart_series(run),
+        "metric_rows": metric_rows,
+        "metric_count": metric_count,
         "benchmarks": benchmark_series(run),
     }
 

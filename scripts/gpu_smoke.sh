@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# GPU smoke test: the Megatron-core and vLLM tests on real GPUs (NCCL, no CPU shim), then the
+# train <-> rollout switch benchmark; prints the switch times. Run it on a host with an NVIDIA GPU.
+#
+#   bash scripts/gpu_smoke.sh                  # installs through scripts/setup.sh (vllm on GPU hosts), then runs
+#   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
+#
+# MIRRORLAB_GPU_SMOKE=1 tells the tests to use CUDA and NCCL and to leave out their CPU workarounds.
+# Logs, JUnit XML and the benchmark's output go to $SMOKE_OUT (default test-artifacts/gpu-smoke).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install=1
+for argument in "$@"; do
+  case "$argument" in
+    --no-install) install=0 ;;
+    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    *) echo "gpu_smoke: unknown argument '$argument' (expected --no-install)" >&2; exit 64 ;;
+  esac
+done
+
+no_gpu() {
+  echo "gpu_smoke: FAILED: no usable NVIDIA GPU: $1" >&2
+  echo "gpu_smoke: run it on a GPU host (in a Mirrorlab session: the device tool); the CPU tests cover the rest" >&2
+  exit 2
+}
+command -v nvidia-smi >/dev/null 2>&1 || no_gpu "nvidia-smi is not on PATH"
+gpus=$(nvidia-smi -L 2>/dev/null) || no_gpu "nvidia-smi -L failed (no driver, or no device visible)"
+[ -n "$gpus" ] || no_gpu "nvidia-smi lists no device"
+echo "== GPUs"; echo "$gpus"
+
+if [ "$install" = 1 ]; then
+  bash scripts/setup.sh
+  python=.venv/bin/python
+else
+  python=${PYTHON:-python3}
+fi
+"$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+  || no_gpu "$python's torch cannot use CUDA (a CPU build of torch?)"
+"$python" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_nccl_available() else 1)' \
+  || no_gpu "$python's torch has no NCCL"
+
+out=${SMOKE_OUT:-test-artifacts/gpu-smoke}
+mkdir -p "$out"
+export MIRRORLAB_GPU_SMOKE=1 PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+
+# The test files that drive Megatron-core and vLLM (whichever exist in this checkout).
+shopt -s nullglob
+test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py tests/training/test_vllm_*.py
+            tests/training/test_loop_vllm.py)
+[ ${#test_files[@]} -gt 0 ] || { echo "gpu_smoke: FAILED: no Megatron or vLLM test files found" >&2; exit 1; }
+
+status=0
+echo "== tests (MIRRORLAB_GPU_SMOKE=1): ${test_files[*]}"
+"$python" -m pytest "${test_files[@]}" -q -rs -p no:cacheprovider --junitxml "$out/tests.xml" \
+  2>&1 | tee "$out/tests.log" || status=1
+
+echo "== train <-> rollout switch benchmark"
+if [ -f benchmarks/hybrid_switch.py ]; then
+  "$python" benchmarks/hybrid_switch.py 2>&1 | tee "$out/hybrid_switch.txt" || status=1
+else
+  echo "gpu_smoke: benchmarks/hybrid_switch.py is missing" | tee "$out/hybrid_switch.txt"; status=1
+fi
+
+echo "== summary"
+# A smoke run in which nothing ran (every test skipped: vllm or megatron-core missing) is a failure.
+"$python" - "$out/tests.xml" <<'PY' || status=1
+import sys, xml.etree.ElementTree as tree
+suite = tree.parse(sys.argv[1]).getroot()
+suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+counts = {name: int(suite.get(name, 0)) for name in ("tests", "failures", "errors", "skipped")}
+passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+print(f"tests: {passed} passed, {counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")
+sys.exit(0 if passed > 0 else 1)
+PY
+grep -iE 'switch|transfer|seconds|s/GB' "$out/hybrid_switch.txt" || true
+if [ "$status" = 0 ]; then echo "gpu_smoke: OK"; else echo "gpu_smoke: FAILED (logs in $out)" >&2; fi
+exit "$status"

@@ -1,0 +1,185 @@
+"""The megatron trainer backend on the tiny preset, over gloo on the CPU (the shim in megatron_cpu_shim.py).
+
+One spawned process checks agreement with Hugging Face and the torch backend and that RL steps lower the
+loss; two spawned ranks check tensor parallelism (2), pipeline parallelism (2) and data parallelism (2,
+distributed optimizer) against the one-process numbers. Each scenario's numbers are saved and asserted here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.training.test_distributed import REWARDS, free_port, hand_built_groups
+
+pytestmark = pytest.mark.slow
+SETTINGS = dict(samples_per_problem=2, micro_batch_size=4, learning_rate=1e-3, max_grad_norm=1e6,
+                gradient_steps_per_iteration=2, seed=0, trainer_backend="megatron")
+
+
+def start_rank(rank: int, world_size: int, port: int) -> None:
+    """What torchrun sets up for a rank; the shim goes on before any Megatron code runs."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+    torch.set_num_threads(1)
+    from tests.training import megatron_cpu_shim
+
+    megatron_cpu_shim.apply()
+    if world_size > 1:
+        torch.distributed.init_process_group("nccl" if megatron_cpu_shim.GPU_SMOKE else "gloo")
+
+
+def trainer(model_dir: str, **overrides):
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.megatron.trainer import MegatronTrainer
+    from training.models.loading import load_model
+
+    return MegatronTrainer(load_model(model_dir), parse_config(RLConfig, {**SETTINGS, **overrides}))
+
+
+def the_batch(groups=None):
+    from training.batch import build_policy_batch
+
+    return build_policy_batch(groups or hand_built_groups(), 0, 1, None)
+
+
+def megatron_first_step(megatron, batch, rewards) -> dict:
+    """Loss share and Hugging Face-named gradients of one backward pass (no optimizer step)."""
+    from training.megatron.state import gather_tensor_parallel
+    from training.megatron.weights import ModelShape, megatron_to_hf
+
+    ref_sequence, _ = megatron._logprobs(batch)
+    megatron.ddp.zero_grad_buffer()
+    shares = megatron._run(batch, ref_sequence, rewards, batch.groups)
+    grads = {name: p.main_grad.detach().clone() for name, p in megatron.gpt.named_parameters()}
+    grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout), ModelShape.from_hf_config(megatron.model.config))
+    return {"loss": sum(shares), "grads": grads}
+
+
+def torch_first_step(model_dir: str, batch, rewards) -> dict:
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.models.loading import load_model
+    from training.trainer.torch_trainer import TorchTrainer
+
+    torch_trainer = TorchTrainer(load_model(model_dir), parse_config(RLConfig, {**SETTINGS, "trainer_backend": "torch"}),
+                                 torch.device("cpu"))
+    ref_sequence, _ = torch_trainer.reference_logprobs(batch)
+    torch_trainer.model.train()
+    loss = torch_trainer._backward_step(batch, ref_sequence, rewards, batch.groups)
+    return {"loss": loss, "grads": {n: p.grad.clone() for n, p in torch_trainer.model.named_parameters()}}
+
+
+def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
+    start_rank(rank, 1, port)
+    from training.megatron.logprobs import token_logprobs
+    from training.models.loading import load_model
+    from training.trainer.torch_trainer import token_logprobs as hf_token_logprobs
+
+    batch, results = the_batch(), {}
+    megatron = trainer(model_dir)
+    hf = load_model(model_dir).eval()
+    input_ids = batch.input_ids
+    with torch.no_grad():
+        results["hf_logprobs"] = hf_token_logprobs(hf, input_ids, torch.ones_like(input_ids))
+        results["megatron_logprobs"] = token_logprobs(megatron.gpt.eval(), input_ids, hf.config.vocab_size)
+        results["hf_logits"] = hf(input_ids=input_ids).logits
+        from training.megatron.model import causal_inputs
+        results["megatron_logits"] = megatron.gpt(input_ids, *causal_inputs(input_ids))
+    results["round_trip"] = megatron.hf_state_dict()
+    results["hf_state"] = hf.state_dict()
+    results["megatron_step"] = megatron_first_step(megatron, batch, REWARDS)
+    results["torch_step"] = torch_first_step(model_dir, batch, REWARDS)
+    results["update"] = trainer(model_dir).update(batch, REWARDS)
+    rest = trainer(model_dir, policy_loss="rest", gradient_steps_per_iteration=1)
+    results["rest_losses"] = [rest.update(batch, REWARDS)["loss"] for _ in range(4)]
+    torch.save(results, Path(out_dir) / "single.pt")
+
+
+def two_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
+    start_rank(rank, 2, port)
+    batch, results = the_batch(), {}
+    tensor_parallel = trainer(model_dir, tensor_parallel_size=2)
+    results["tp_layout"] = tensor_parallel.layout
+    results["tp_step"] = megatron_first_step(tensor_parallel, batch, REWARDS)
+    results["tp_update"] = trainer(model_dir, tensor_parallel_size=2).update(batch, REWARDS)
+    results["pp_update"] = trainer(model_dir, pipeline_parallel_size=2).update(batch, REWARDS)
+    data_parallel = trainer(model_dir)
+    mine = slice(0, 2) if rank == 0 else slice(2, 4)
+    results["dp_layout"] = data_parallel.layout
+    results["dp_update"] = data_parallel.update(the_batch(hand_built_groups()[mine]), REWARDS[mine])
+    results["dp_state"] = data_parallel.hf_state_dict()
+    torch.save(results, Path(out_dir) / f"rank{rank}.pt")
+
+
+@pytest.fixture(scope="module")
+def single(tiny_model_dir, tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("megatron-single")
+    torch.multiprocessing.spawn(single_rank_worker, args=(free_port(), str(tiny_model_dir), str(folder)), nprocs=1)
+    return torch.load(folder / "single.pt", weights_only=False)
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tiny_model_dir, tmp_path_factory) -> list[dict]:
+    folder = tmp_path_factory.mktemp("megatron-two")
+    torch.multiprocessing.spawn(two_rank_worker, args=(free_port(), str(tiny_model_dir), str(folder)), nprocs=2)
+    return [torch.load(folder / f"rank{rank}.pt", weights_only=False) for rank in range(2)]
+
+
+def assert_gradients_close(got: dict, expected: dict, relative: float) -> None:
+    assert got.keys() == expected.keys()
+    for name, gradient in expected.items():
+        gap = float((got[name] - gradient).abs().max())
+        assert gap <= relative * float(gradient.abs().max()) + 1e-9, f"gradient of {name} off by {gap}"
+
+
+def test_megatron_logits_and_logprobs_match_hugging_face_through_the_mapping(single):
+    assert float((single["megatron_logits"] - single["hf_logits"]).abs().max()) < 1e-5
+    assert float((single["megatron_logprobs"] - single["hf_logprobs"]).abs().max()) < 1e-5
+
+
+def test_the_state_dict_out_is_the_hugging_face_one_exactly(single):
+    assert single["round_trip"].keys() == single["hf_state"].keys()
+    for name, tensor in single["hf_state"].items():
+        assert torch.equal(single["round_trip"][name], tensor), name
+
+
+def test_torch_and_megatron_backends_give_the_same_loss_and_gradients(single):
+    assert single["megatron_step"]["loss"] == pytest.approx(single["torch_step"]["loss"], rel=1e-5)
+    assert_gradients_close(single["megatron_step"]["grads"], single["torch_step"]["grads"], 1e-4)
+
+
+def test_rl_steps_on_the_megatron_backend_lower_the_loss(single):
+    update = single["update"]
+    assert update["final_loss"] < 0.5 * update["loss"] and update["kl"] > 0  # two mirror-descent steps
+    losses = single["rest_losses"]  # ReST: the best responses' NLL falls iteration after iteration
+    assert all(later < earlier for earlier, later in zip(losses, losses[1:])), losses
+
+
+def test_tensor_parallel_two_gives_the_same_loss_and_gradients_as_one(single, two_ranks):
+    assert two_ranks[0]["tp_layout"].tensor_parallel_size == 2
+    for rank in two_ranks:
+        assert rank["tp_step"]["loss"] == pytest.approx(single["megatron_step"]["loss"], rel=1e-5)
+        assert_gradients_close(rank["tp_step"]["grads"], single["megatron_step"]["grads"], 1e-4)
+        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+            assert rank["tp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
+
+
+def test_pipeline_parallel_two_gives_the_same_update_as_one_stage(single, two_ranks):
+    for rank in two_ranks:
+        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+            assert rank["pp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
+
+
+def test_two_data_parallel_ranks_with_the_distributed_optimizer_match_one_and_stay_equal(single, two_ranks):
+    assert two_ranks[0]["dp_layout"].data_parallel_size == 2
+    main, other = two_ranks
+    for metric in ("loss", "final_loss", "grad_norm", "kl"):
+        assert main["dp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
+        assert other["dp_update"][metric] == main["dp_update"][metric]
+    for name, tensor in main["dp_state"].items():
+        assert torch.equal(tensor, other["dp_state"][name]), f"ranks' {name} differ"

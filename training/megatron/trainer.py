@@ -1,0 +1,181 @@
+"""The megatron trainer backend: TorchTrainer's interface over a tensor/pipeline/data-parallel Megatron GPTModel.
+
+`update(batch, rewards)` runs the same policy losses (training/losses.py) through Megatron's pipeline schedule,
+Megatron DDP and the distributed optimizer (reset every iteration, as the torch backend does). `model` is a
+Hugging Face copy on the CPU, refreshed after every update, for checkpoints and rollout-engine weight updates.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+import torch.distributed as dist
+
+from training.batch import PolicyBatch
+from training.losses import compute_policy_loss
+from training.megatron.batching import equal_micro_batches, union_over_model_parallel_ranks
+from training.megatron.logprobs import logprobs_from_sharded_logits
+from training.megatron.model import build_gpt_model, causal_inputs, init_parallel, load_hf_state_dict
+from training.megatron.state import gather_hf_state_dict
+
+
+def training_dtype() -> torch.dtype:
+    """bfloat16 weights (fp32 main copies in the optimizer) where the GPU supports it, else float32."""
+    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+
+
+class MegatronTrainer:
+    def __init__(self, model, config):
+        from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+        from megatron.core.distributed.finalize_model_grads import finalize_model_grads
+        from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+
+        self.config, self.model = config, model  # the Hugging Face copy, on the CPU
+        self.layout = init_parallel(config.tensor_parallel_size, config.pipeline_parallel_size, config.seed)
+        self.device = torch.cuda.current_device()
+        dtype = training_dtype()
+        self.gpt = build_gpt_model(model.config, self.layout, dtype)
+        load_hf_state_dict(self.gpt, model.state_dict(), model.config, self.layout)
+        self.vocab_size = model.config.vocab_size
+        self.ddp = DistributedDataParallel(
+            config=self.gpt.config, module=self.gpt,
+            ddp_config=DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True))
+        self.gpt.config.no_sync_func = self.ddp.no_sync
+        self.gpt.config.finalize_model_grads_func = finalize_model_grads
+        self.optimizer = get_megatron_optimizer(OptimizerConfig(
+            optimizer="adam", lr=config.learning_rate, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999,
+            adam_eps=1e-8, clip_grad=config.max_grad_norm, bf16=dtype == torch.bfloat16, params_dtype=dtype,
+            use_distributed_optimizer=True), [self.ddp])
+
+    def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
+        """Gradient steps on one iteration's batch from a freshly reset optimizer; metrics of the whole batch.
+
+        Every rank passes its own groups (None when it has none); the ranks of one model-parallel group
+        train on the union of theirs, and the loss is the mean over all groups of all ranks.
+        """
+        batch, rewards = union_over_model_parallel_ranks(batch, rewards)
+        total_groups = int(self._sum_over_replicas({"groups": float(batch.groups if batch else 0)},
+                                                   every_rank=True)["groups"])
+        ref_sequence, ref_tokens = self._logprobs(batch) if batch else (None, None)
+        self._reset_optimizer()
+        self.ddp.train()
+        losses, grad_norms = [], []
+        for _ in range(self.config.gradient_steps_per_iteration):
+            self.ddp.zero_grad_buffer()
+            self.optimizer.zero_grad()
+            shares = self._run(batch, ref_sequence, rewards, total_groups)
+            losses.append(self._sum_over_replicas({"loss": sum(shares)})["loss"])
+            succeeded, grad_norm, _ = self.optimizer.step()
+            if not succeeded:
+                raise RuntimeError("the distributed optimizer skipped its step (non-finite gradients)")
+            grad_norms.append(float(grad_norm))
+        kl = self._kl(batch, ref_tokens)
+        self.model.load_state_dict(self.hf_state_dict())
+        return {"loss": losses[0], "final_loss": losses[-1], "grad_norm": grad_norms[0], "kl": kl}
+
+    def hf_state_dict(self) -> dict[str, torch.Tensor]:
+        """The whole policy in Hugging Face layout, on the CPU (every rank must call it)."""
+        return gather_hf_state_dict(self.gpt, self.model.config, self.layout)
+
+    def reload_from_model(self) -> None:
+        """Take the Hugging Face copy's weights (after a warm-up SFT on it) into the GPT model and the optimizer."""
+        load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout)
+        for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
+            optimizer.reload_model_params()
+
+    def _reset_optimizer(self) -> None:
+        """Forget Adam's moments and step counts: each iteration starts from a fresh optimizer."""
+        for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
+            optimizer.optimizer.state.clear()
+
+    def _run(self, batch, ref_sequence, rewards, total_groups: int, forward_only: bool = False,
+             collect=None) -> list[float]:
+        """One pass of Megatron's schedule over the batch's micro-batches; returns this rank's loss shares."""
+        from megatron.core.pipeline_parallel import get_forward_backward_func
+
+        micro = equal_micro_batches(batch.groups, batch.samples, self.config.micro_batch_size) if batch else [None]
+        rows = (micro[0].stop - micro[0].start) * batch.samples if batch else 1
+        width = batch.input_ids.shape[1] if batch else 2
+        shares: list[float] = []
+
+        def forward_step(data_iterator, model):
+            groups = next(data_iterator)
+            input_ids = (batch.input_ids[batch.rows(groups)] if groups else torch.zeros(1, 2, dtype=torch.long))
+            input_ids = input_ids.to(self.device)
+            positions, mask = causal_inputs(input_ids)
+            return model(input_ids, positions, mask), partial(loss_function, groups, input_ids)
+
+        def loss_function(groups, input_ids, logits):
+            tokens = logprobs_from_sharded_logits(logits, input_ids, self.vocab_size)  # (rows, T-1)
+            if collect is not None:
+                collect(groups, tokens.detach())
+                return tokens.sum() * 0.0, {}
+            if groups is None:  # a rank without groups joins the gradient reduction with zeros
+                return tokens.sum() * 0.0, {}
+            share = self._loss_share(batch, groups, tokens, ref_sequence, rewards, total_groups)
+            shares.append(float(share.detach()))
+            # Megatron divides by the micro-batch count and DDP averages over data-parallel replicas:
+            # undo both, so the gradient is that of the sum of shares, the mean over all groups.
+            return share * self.layout.data_parallel_size * len(micro), {}
+
+        get_forward_backward_func()(
+            forward_step_func=forward_step, data_iterator=iter(micro), model=[self.ddp],
+            num_microbatches=len(micro), seq_length=width, micro_batch_size=rows, forward_only=forward_only)
+        return shares
+
+    def _loss_share(self, batch, groups: slice, tokens, ref_sequence, rewards, total_groups: int):
+        """loss(micro-batch groups) * groups_in_micro / total_groups, as TorchTrainer computes it."""
+        rows = batch.rows(groups)
+        size = groups.stop - groups.start
+        sequence = (tokens * batch.loss_mask[rows].to(tokens.device)).sum(dim=1).view(size, batch.samples)
+        loss, _ = compute_policy_loss(
+            self.config.policy_loss, logp=sequence, ref_logp=ref_sequence[groups].to(tokens.device),
+            rewards=rewards[groups].to(tokens.device), valid=batch.valid[groups].to(tokens.device),
+            token_counts=batch.token_counts[groups].to(tokens.device), tau=self.config.tau,
+            log_z_estimate=self.config.log_z_estimate)
+        return loss * (size / total_groups)
+
+    @torch.no_grad()
+    def _logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Sequence (G, k) and token (N, T-1) log-probs of the whole batch, no grad; None off the last stage."""
+        parts: dict[int, torch.Tensor] = {}
+        self.ddp.eval()
+        self._run(batch, None, None, 1, forward_only=True,
+                  collect=lambda groups, tokens: parts.__setitem__(groups.start, tokens.cpu()))
+        if not parts:
+            return None, None
+        tokens = torch.cat([parts[start] for start in sorted(parts)])
+        sequence = (tokens * batch.loss_mask).sum(dim=1).view(batch.groups, batch.samples)
+        return sequence, tokens
+
+    def _kl(self, batch: PolicyBatch | None, ref_tokens: torch.Tensor | None) -> float:
+        """Token-weighted KL estimate of the updated policy from pi_i over every rank's loss tokens."""
+        totals = {"kl_sum": 0.0, "kl_tokens": 0.0}
+        if batch is not None:
+            _, tokens = self._logprobs(batch)
+            if tokens is not None:
+                mask = batch.loss_mask.bool()
+                log_ratio = (tokens - ref_tokens)[mask]
+                totals = {"kl_sum": float((log_ratio.exp() - log_ratio - 1).sum()), "kl_tokens": float(mask.sum())}
+        totals = self._sum_over_replicas(totals)
+        value = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
+        return 0.0 if math.isnan(value) else value
+
+    def _sum_over_replicas(self, values: dict[str, float], every_rank: bool = False) -> dict[str, float]:
+        """Each value summed over data-parallel replicas, on every rank.
+
+        Only one rank per replica contributes (the first tensor-parallel rank of the last stage, which
+        holds the loss), unless `every_rank` says the value is already the same on all of a replica's ranks.
+        """
+        layout = self.layout
+        counts = every_rank or (layout.tensor_rank == 0 and layout.last_stage)
+        names = sorted(values)
+        tensor = torch.tensor([values[name] if counts else 0.0 for name in names], dtype=torch.float64,
+                              device=self.device)
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(tensor)
+        if every_rank:  # counted once per rank: divide by the ranks in a replica
+            tensor /= layout.tensor_parallel_size * layout.pipeline_parallel_size
+        return dict(zip(names, tensor.tolist()))
