@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up on the embedded default (SQLite, on-disk Celery broker) and start the web server
-# and one worker. Open http://127.0.0.1:${PORT:-8000}/ and log in as demo / demo. Ctrl-C stops both.
+# and one worker (queues gpu and cpu: the demo run, then its four long2short variants and every
+# evaluation). Open http://127.0.0.1:${PORT:-8000}/ and log in as demo / demo. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,4 +17,5 @@ worker=$!
 trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null || true' EXIT INT TERM
 echo "== worker started (log: data/logs/worker.log)"
 echo "== open http://127.0.0.1:$port/ and log in as demo / demo (API: /api/, admin: /admin/)"
+echo "== the demo run trains first; its four long2short variants follow (Long2short page: /long2short/)"
 .venv/bin/python manage.py runserver "127.0.0.1:$port" --noreload

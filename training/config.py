@@ -83,6 +83,9 @@ class RLConfig:
                                "rollouts: restart (stop its process, start it again; works everywhere) or sleep "
                                "(vLLM's sleep mode, GPU only, much faster).", group="rollouts",
                                choices=HYBRID_RELEASE_MODES)
+    vllm_sidecar_socket: str | None = knob(None, "vllm-hybrid only: Unix socket of a vLLM sidecar that starts the vLLM "
+                                           "servers (empty = the worker's MIRRORLAB_VLLM_SIDECAR_SOCKET, or, without "
+                                           "one, the trainer starts them itself).", group="rollouts")
     trainer_backend: str = knob("torch", "Trainer: torch (one process, torchrun for several GPUs) or megatron. "
                                 "'noop-test' trains nothing and exists for plumbing tests.",
                                 group="optimization", choices=TRAINER_BACKENDS)

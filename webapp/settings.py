@@ -120,12 +120,13 @@ if CELERY_RESULT_BACKEND.startswith("file://"):
     CELERY_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for folder in ("queue", "processed"):
+    for folder in ("queue", "processed", "control"):
         (CELERY_BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),  # exchange tables; the default is ./control
         "store_processed": False,
     }
 
@@ -139,6 +140,9 @@ DATASETS_DIR = Path(envstr("MIRRORLAB_DATASETS_DIR", str(DATA_DIR / "datasets"))
 FETCH_MISSING_BENCHMARKS = envbool("MIRRORLAB_FETCH_BENCHMARKS", False)
 # Code sandbox for model-written programs: "forkserver" (fast, pre-forked) or "bwrap" (bubblewrap per run).
 SANDBOX_BACKEND = envstr("MIRRORLAB_SANDBOX_BACKEND", "forkserver")
+# vllm-hybrid: Unix socket of a vLLM sidecar that starts the vLLM servers (a Kubernetes GPU pod); empty = the
+# trainer starts them as its own child processes.
+VLLM_SIDECAR_SOCKET = envstr("MIRRORLAB_VLLM_SIDECAR_SOCKET", "")
 LOG_DIR = DATA_DIR / "logs"
 
 LOGGING = {

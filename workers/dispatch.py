@@ -16,3 +16,14 @@ def enqueue_job(kind: str, pk: int) -> None:
 
     task_name, queue = JOB_TASKS[kind]
     app.send_task(task_name, args=[pk], queue=queue)
+
+
+NODE_JOIN_TASK = ("mirrorlab.join_rl_run", "gpu")
+
+
+def enqueue_node_join(run_id: int, node_index: int) -> None:
+    """Queue the task by which one more gpu-queue worker's node joins running multi-node run `run_id`."""
+    from workers.celery_app import app
+
+    task_name, queue = NODE_JOIN_TASK
+    app.send_task(task_name, args=[run_id, node_index], queue=queue)

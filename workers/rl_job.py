@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from django.conf import settings
@@ -95,9 +96,24 @@ def run_paths(run: RLRun) -> RunPaths:
     return RunPaths(output_dir=output_dir, models_dir=Path(settings.MODELS_DIR))
 
 
+def run_config(run: RLRun) -> RLConfig:
+    """The run's config plus this worker's deployment settings the engines need (the vLLM sidecar socket)."""
+    config = parse_config(RLConfig, run.config)
+    if settings.VLLM_SIDECAR_SOCKET and not config.vllm_sidecar_socket:
+        config = dataclasses.replace(config, vllm_sidecar_socket=settings.VLLM_SIDECAR_SOCKET)
+    return config
+
+
+def torchrun_run_key(run: RLRun) -> str:
+    """The rendezvous id of the run's nodes when its config sets none."""
+    return f"mirrorlab-run-{run.pk}"
+
+
 def run_rl_job(run: RLRun) -> None:
     """Train the run; raise JobCancelled when it stopped on request."""
-    config = parse_config(RLConfig, run.config)
+    from workers.rl_node_job import request_node_joins
+
+    config = run_config(run)
     backend = trainer_backends.get(config.trainer_backend)
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
@@ -107,7 +123,8 @@ def run_rl_job(run: RLRun) -> None:
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
         outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,
-                                     run_key=f"mirrorlab-run-{run.pk}")
+                                     run_key=torchrun_run_key(run),
+                                     start_other_nodes=lambda: request_node_joins(run, config))
     else:
         outcome = backend(config, prompt_records(run), run_paths(run), hooks)
     if outcome.stopped_early:

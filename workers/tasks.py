@@ -13,6 +13,14 @@ def run_rl(run_id: int) -> str:
     return execute_job("rl_run", run_id, run_rl_job)
 
 
+@app.task(name="mirrorlab.join_rl_run")
+def join_rl_run(run_id: int, node_index: int) -> str:
+    """One more node of a running multi-node run: runs its torchrun, never claims the row."""
+    from workers.rl_node_job import join_rl_run as join
+
+    return join(run_id, node_index)
+
+
 @app.task(name="mirrorlab.run_evaluation")
 def run_evaluation(eval_run_id: int) -> str:
     from workers.eval_job import run_eval_job
@@ -21,11 +29,15 @@ def run_evaluation(eval_run_id: int) -> str:
     return execute_job("eval_run", eval_run_id, run_eval_job)
 
 
-@app.task(name="mirrorlab.run_long2short")
-def run_long2short(variant_id: int) -> str:
+@app.task(name="mirrorlab.run_long2short", bind=True)
+def run_long2short(self, variant_id: int, waits: int = 0) -> str:
+    """While the parent run is queued or running, try again later without claiming the row."""
     from workers.jobs import execute_job
-    from workers.long2short_job import run_long2short_job
+    from workers.long2short_job import parent_wait_seconds, run_long2short_job
 
+    if (delay := parent_wait_seconds(variant_id, waits)) is not None:
+        self.apply_async(args=[variant_id, waits + 1], countdown=delay)
+        return "waiting for the parent run"
     return execute_job("long2short", variant_id, run_long2short_job)
 
 

@@ -168,7 +168,8 @@ def test_launching_queues_a_variant_with_the_resolved_parameters(client_for, ali
     assert (variant.status, variant.method, variant.parent_run, variant.evaluation_suite, variant.owner) == (
         "queued", "dpo", run, suite, alice)
     assert variant.parameters == {"samples_per_problem": 8, "max_response_tokens": 256, "long_correct_ratio": 1.5,
-                                  "beta": 0.3, "learning_rate": 1e-6, "epochs": 1, "seed": 0}
+                                  "beta": 0.3, "learning_rate": 1e-6, "epochs": 1, "temperature": 1.0,
+                                  "pairs_per_step": 8, "seed": 0}
 
 
 @pytest.mark.parametrize("overrides, field, message", [

@@ -1,5 +1,6 @@
 """Settings helpers: DATABASE_URL parsing and typed environment readers."""
 
+import json
 import os
 import subprocess
 import sys
@@ -35,9 +36,22 @@ def test_typed_readers(monkeypatch):
         envbool("FLAG", False)
 
 
-def test_the_web_settings_never_import_torch():
+def test_the_web_server_and_task_module_never_import_heavy_libraries(tmp_path):
     code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='webapp.settings'; django.setup(); "
-            "import webapp.urls, sys; print('torch' in sys.modules)")
+            "import webapp.urls, webapp.api_urls, workers.tasks, sys; "
+            "from django.urls import get_resolver; get_resolver().url_patterns; "
+            "print([name for name in ('torch', 'vllm', 'megatron', 'transformers') if name in sys.modules])")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env={**os.environ, "DATABASE_URL": "sqlite:////tmp/mirrorlab-import.sqlite3"})
-    assert output.stdout.strip() == "False"
+                            env={**os.environ, "DATABASE_URL": "sqlite:////tmp/mirrorlab-import.sqlite3",
+                                 "CELERY_BROKER_URL": "filesystem://", "MIRRORLAB_DATA_DIR": str(tmp_path)})
+    assert output.stdout.strip() == "[]"
+
+
+def test_the_on_disk_broker_keeps_all_its_folders_in_the_data_dir(tmp_path):
+    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='webapp.settings'; django.setup(); "
+            "from django.conf import settings; import json; print(json.dumps(settings.CELERY_BROKER_TRANSPORT_OPTIONS))")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "CELERY_BROKER_URL": "filesystem://", "MIRRORLAB_DATA_DIR": str(tmp_path)})
+    folders = json.loads(output.stdout)
+    for option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        assert folders[option].startswith(str(tmp_path)), option

@@ -41,14 +41,15 @@ class HybridRolloutEngine:
 
     def __init__(self, settings: ServerSettings, *, local_rank: int | None = None, log_dir: Path | None = None,
                  update_bucket_bytes: int = UPDATE_BUCKET_BYTES, health_timeout: float = HEALTH_TIMEOUT_SECONDS,
-                 start_timeout: float = START_TIMEOUT_SECONDS):
+                 start_timeout: float = START_TIMEOUT_SECONDS, sidecar_socket: str | None = None):
         if settings.release not in RELEASE_MODES:
             raise ValueError(f"hybrid_release must be one of {', '.join(RELEASE_MODES)}; got {settings.release!r}")
         self.settings = settings
         self.update_bucket_bytes = update_bucket_bytes
         self.health_timeout, self.start_timeout = health_timeout, start_timeout
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="mirrorlab-vllm-"))
-        self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank)
+        # With a sidecar socket the sidecar starts each server (a crash restart = a new connection).
+        self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank, sidecar_socket)
         self.model = None  # the model last handed over: its weights are re-sent after a crash
         self.trainer_device: torch.device | None = None  # where the offloaded trainer goes back to
         self.sleeping = False
@@ -126,7 +127,7 @@ class HybridRolloutEngine:
 
     def _ensure_ready(self) -> None:
         """A started, awake, healthy server holding the latest weights: restart it after a crash."""
-        if self.server.process is None:
+        if not self.server.started:
             with self.phase("wake"):
                 self._start()
         elif not self.server.healthy(self.health_timeout):
@@ -185,6 +186,7 @@ def build(model, tokenizer, model_path: str, config) -> HybridRolloutEngine:
         seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
         release=getattr(config, "hybrid_release", "restart"), vision=is_vision_language(model.config),
     )
-    engine = HybridRolloutEngine(settings, local_rank=context.local_rank if context.world_size > 1 else None)
+    engine = HybridRolloutEngine(settings, local_rank=context.local_rank if context.world_size > 1 else None,
+                                 sidecar_socket=getattr(config, "vllm_sidecar_socket", None))
     engine.update_weights(model)
     return engine

@@ -1,4 +1,9 @@
-"""One vLLM server process (training.hybrid.server) seen from the manager: start, call, health-check, stop."""
+"""One vLLM server process (training.hybrid.server) seen from the manager: start, call, health-check, stop.
+
+The manager either spawns the server as its child over a socket pair, or, with a sidecar socket (a Kubernetes
+GPU pod's vLLM container, deploy/vllm_sidecar.py), connects to the sidecar, which starts a server on that
+connection; either way the manager then talks to the server over one Connection in the same protocol.
+"""
 
 from __future__ import annotations
 
@@ -61,23 +66,65 @@ def server_environment(local_rank: int | None) -> dict[str, str]:
     return env
 
 
-class VllmProcess:
-    """A started server process and the manager's end of its connection."""
+def sidecar_environment(local_rank: int | None) -> dict[str, str]:
+    """What a sidecar-started server needs of the trainer's environment: the rank's GPU, an in-process engine core."""
+    environment = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    if local_rank is not None:  # the sidecar sees the same GPUs as the trainer (the pod's), so the index carries over
+        environment["CUDA_VISIBLE_DEVICES"] = server_environment(local_rank)["CUDA_VISIBLE_DEVICES"]
+    return environment
 
-    def __init__(self, settings: ServerSettings, log_path: Path, local_rank: int | None = None):
+
+class VllmProcess:
+    """A started server process and the manager's end of its connection.
+
+    sidecar_socket: the Unix socket of a vLLM sidecar; the server then is the sidecar's child, not ours,
+    so its death shows as a closed connection and its output goes to the sidecar's log.
+    """
+
+    def __init__(self, settings: ServerSettings, log_path: Path, local_rank: int | None = None,
+                 sidecar_socket: str | None = None):
         self.settings = settings
         self.log_path = log_path
         self.local_rank = local_rank
+        self.sidecar_socket = sidecar_socket or None
         self.process: subprocess.Popen | None = None
         self.connection: Connection | None = None
         self.info: dict = {}
 
     @property
+    def started(self) -> bool:
+        return self.connection is not None
+
+    @property
     def pid(self) -> int | None:
-        return self.process.pid if self.process else None
+        """The server's process id (as the sidecar sees it in sidecar mode); None while stopped."""
+        if self.process is not None:
+            return self.process.pid
+        return self.info.get("pid") if self.connection is not None else None
 
     def start(self, timeout: float) -> dict:
         """Start the server and wait until its engine is built; returns its info (pid, dtype, max_model_len)."""
+        self.info = {}
+        self.connection = self._connect_to_sidecar() if self.sidecar_socket else self._spawn()
+        self.info = self._receive(timeout, "start")
+        return self.info
+
+    def _connect_to_sidecar(self) -> Connection:
+        """Ask the sidecar for a server: one JSON request, then the connection belongs to the started server."""
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            client.connect(self.sidecar_socket)
+        except OSError as error:
+            client.close()
+            raise VllmProcessDied(f"cannot reach the vLLM sidecar at {self.sidecar_socket} ({error}); is its "
+                                  f"container running (deploy/vllm_sidecar.py)?") from error
+        connection = Connection(client.detach())
+        request = {"settings": asdict(self.settings), "environment": sidecar_environment(self.local_rank)}
+        connection.send_bytes(json.dumps(request).encode())
+        return connection
+
+    def _spawn(self) -> Connection:
+        """Start the server as our child over a socket pair."""
         ours, theirs = socket.socketpair()
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -87,11 +134,12 @@ class VllmProcess:
                 stderr=subprocess.STDOUT,
             )
         theirs.close()
-        self.connection = Connection(ours.detach())
-        self.info = self._receive(timeout, "start")
-        return self.info
+        return Connection(ours.detach())
 
     def alive(self) -> bool:
+        """Our child still runs; in sidecar mode, the connection is open (a dead server shows at the next call)."""
+        if self.sidecar_socket:
+            return self.connection is not None and not self.connection.closed
         return self.process is not None and self.process.poll() is None
 
     def healthy(self, timeout: float) -> bool:
@@ -133,6 +181,9 @@ class VllmProcess:
         return result
 
     def _died_message(self, command: str, reason) -> str:
+        if self.sidecar_socket:
+            return (f"the vLLM server (pid {self.pid}, started by the sidecar at {self.sidecar_socket}) died during "
+                    f"{command!r} ({reason}); its output is in the sidecar container's log")
         code = self.process.poll() if self.process else None
         return (f"the vLLM server (pid {self.pid}, exit code {code}) died during {command!r} ({reason}); "
                 f"the end of its log {self.log_path}:\n{log_tail(self.log_path)}")
@@ -147,7 +198,10 @@ class VllmProcess:
         self.kill(grace_seconds=timeout)
 
     def kill(self, grace_seconds: float = 0.0) -> None:
-        """Make sure the process is gone (SIGKILL after `grace_seconds`) and the connection closed."""
+        """Make sure the process is gone (SIGKILL after `grace_seconds`) and the connection closed.
+
+        In sidecar mode closing the connection is all there is: the server exits when it reads the hang-up.
+        """
         if self.process is not None:
             try:
                 self.process.wait(timeout=grace_seconds)
@@ -156,7 +210,7 @@ class VllmProcess:
                 self.process.wait()
         if self.connection is not None:
             self.connection.close()
-        self.process, self.connection = None, None
+        self.process, self.connection, self.info = None, None, {}
 
 
 def log_tail(path: Path, lines: int = 30) -> str:

@@ -78,6 +78,12 @@ class Long2ShortHooks:
     progress: Callable[[float], None] = _ignore
     should_stop: Callable[[], bool] = _never
 
+    def within(self, start: float, end: float) -> Long2ShortHooks:
+        """These hooks for one stage of a method: its progress 0..1 maps onto start..end of the whole."""
+        report = self.progress
+        return Long2ShortHooks(log=self.log, should_stop=self.should_stop,
+                               progress=lambda fraction: report(start + (end - start) * fraction))
+
 
 class Long2ShortStopped(Exception):
     """A method stopped between steps because it was asked to."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from training.config import LONG2SHORT_CONFIGS
-from webapp.api_base import CancelMixin, ProjectScopedSerializer, ScopedViewSet, visible_field
+from webapp.api_base import (
+    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+)
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
-from webapp.long2short.models import Long2ShortVariant
+from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
 from webapp.long2short.services import launch_variant
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
@@ -49,3 +51,18 @@ class Long2ShortVariantViewSet(CancelMixin, ScopedViewSet):
     queryset = Long2ShortVariant.objects.select_related("owner")
     serializer_class = Long2ShortVariantSerializer
     filterset_fields = ("project", "parent_run", "method", "status")
+
+
+class Long2ShortRecordSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Long2ShortRecord
+        fields = ("id", "variant", "kind", "prompt_id", "problem", "chosen", "chosen_tokens", "rejected",
+                  "rejected_tokens", "rejected_reason", "extra")
+
+
+class Long2ShortRecordViewSet(ReadOnlyScopedViewSet):
+    """Kept samples (shortest rejection) and preference pairs (DPO) written by the variant's worker."""
+
+    queryset = Long2ShortRecord.objects.order_by("variant_id", "id")
+    serializer_class = Long2ShortRecordSerializer
+    filterset_fields = ("variant", "kind", "prompt_id", "rejected_reason")

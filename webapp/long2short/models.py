@@ -41,3 +41,39 @@ class Long2ShortVariant(Job):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_method_display()})"
+
+
+class RecordKind(models.TextChoices):
+    KEPT_SAMPLE = "kept_sample", "Kept sample"
+    PAIR = "pair", "Preference pair"
+
+
+class RecordQuerySet(ProjectScopedQuerySet):
+    project_path = "variant__project"
+
+
+class Long2ShortRecord(models.Model):
+    """The data a variant's method built: a kept sample (shortest rejection) or a preference pair (DPO).
+
+    A kept sample fills `chosen` (the SFT target); a pair also fills `rejected` and why it was rejected.
+    """
+
+    variant = models.ForeignKey(Long2ShortVariant, on_delete=models.CASCADE, related_name="records")
+    kind = models.CharField(max_length=20, choices=RecordKind.choices)
+    prompt_id = models.CharField(max_length=200)
+    problem = models.TextField(blank=True)
+    chosen = models.TextField(blank=True, help_text="The kept response, or the pair's chosen response.")
+    chosen_tokens = models.PositiveIntegerField()
+    rejected = models.TextField(blank=True)
+    rejected_tokens = models.PositiveIntegerField(null=True, blank=True)
+    rejected_reason = models.CharField(max_length=30, blank=True, help_text="wrong_longer or correct_too_long.")
+    extra = models.JSONField(default=dict, blank=True, help_text="Samples drawn and correct, for kept samples.")
+
+    objects = RecordQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["variant", "id"]
+        indexes = [models.Index(fields=["variant", "kind", "id"], name="variant_record_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of prompt {self.prompt_id}"

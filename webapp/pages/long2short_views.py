@@ -11,16 +11,17 @@ from django.views.decorators.http import require_POST
 from common.knobs import config_to_dict, describe_knobs
 from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import EvalRun
-from webapp.long2short.models import Long2ShortMethod, Long2ShortVariant
+from webapp.long2short.models import Long2ShortMethod, Long2ShortVariant, RecordKind
 from webapp.long2short.services import launch_variant
 from webapp.pages.run_data import log_tail
 from webapp.pages.long2short_data import dashboard_data, parent_choices
-from webapp.pages.shortcuts import cancel_job, render_project_list
+from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
 from webapp.pages.variant_forms import VariantLaunchForm, chosen_method
 from webapp.projects.context import current_project_for
 from webapp.runs.models import RLRun
 
 RELATED_ROWS = 20
+RECORDS_PER_PAGE = 20
 
 
 @login_required
@@ -59,6 +60,16 @@ def parameter_rows(variant: Long2ShortVariant) -> list[dict]:
             for name in names]
 
 
+def records_context(request: HttpRequest, variant: Long2ShortVariant) -> dict:
+    """The variant's kept samples or pairs, one page (?page=) of one kind (?kind=); two bounded queries."""
+    kind = request.GET.get("kind", "")
+    records = variant.records.order_by("id")
+    if kind in RecordKind.values:
+        records = records.filter(kind=kind)
+    return {"records_page": paginate(request, records, per_page=RECORDS_PER_PAGE),
+            "record_kind": kind if kind in RecordKind.values else "", "record_kinds": RecordKind.choices}
+
+
 @login_required
 def variant_detail(request: HttpRequest, pk: int) -> HttpResponse:
     variants = Long2ShortVariant.objects.visible_to(request.user).select_related(
@@ -72,6 +83,7 @@ def variant_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .prefetch_related("results").order_by("-created_at")[:RELATED_ROWS],
         "log_tail": log_tail(variant.log),
         "dashboard_parent": variant.parent_run_id or (variant.parent_checkpoint and variant.parent_checkpoint.run_id),
+        **records_context(request, variant),
     }
     return render(request, "pages/long2short/detail.html", context)
 

@@ -1,0 +1,52 @@
+"""sample_and_judge: n judged samples per problem, in order, reproducible from the seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.long2short import sampling
+from training.long2short.base import Long2ShortHooks
+from training.long2short.sampling import sample_and_judge
+from training.models.loading import load_model, load_tokenizer
+from training.rewards import correctness_reward
+from training.tasks.arithmetic import generate
+from training.types import PromptRecord
+
+
+@pytest.fixture
+def records() -> tuple[PromptRecord, ...]:
+    return tuple(PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer)
+                 for p in generate(3, seed=5, difficulties=("easy",)))
+
+
+def test_it_returns_n_judged_samples_per_problem_in_order(warm_model_dir, records, monkeypatch):
+    monkeypatch.setattr(sampling, "SEQUENCES_PER_CALL", 4)  # n=4: one problem per engine call
+    tokenizer, model = load_tokenizer(str(warm_model_dir)), load_model(str(warm_model_dir))
+    progress = []
+    judged = sample_and_judge(model, tokenizer, str(warm_model_dir), records, samples_per_problem=4,
+                              max_response_tokens=12, temperature=1.0, seed=7,
+                              hooks=Long2ShortHooks(progress=progress.append))
+    assert [[sample.prompt_id for sample in samples] for samples in judged] == [[r.prompt_id] * 4 for r in records]
+    assert progress == pytest.approx([1 / 3, 2 / 3, 1.0])
+    for record, samples in zip(records, judged):
+        for sample in samples:
+            assert 1 <= sample.response_tokens <= 12
+            assert sample.correct == (correctness_reward(record, sample.response) == 1.0)
+            ended = len(tokenizer(sample.response, add_special_tokens=False).input_ids) + 1 == sample.response_tokens
+            assert sample.truncated == (not ended), sample  # an ended response is its tokens plus end-of-sequence
+            if sample.truncated:
+                assert sample.response_tokens == 12
+
+    again = sample_and_judge(model, tokenizer, str(warm_model_dir), records, 4, 12, 1.0, seed=7)
+    assert again == judged
+    other_seed = sample_and_judge(model, tokenizer, str(warm_model_dir), records, 4, 12, 1.0, seed=8)
+    assert other_seed != judged
+
+
+def test_hooks_within_a_stage_map_its_progress_onto_the_stage_share():
+    reported = []
+    stage = Long2ShortHooks(progress=reported.append).within(0.5, 0.9)
+    stage.progress(0.0)
+    stage.progress(0.5)
+    stage.progress(1.0)
+    assert reported == pytest.approx([0.5, 0.7, 0.9])

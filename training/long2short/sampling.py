@@ -1,0 +1,86 @@
+"""Sample each problem n times from a model and judge every response (the data of rejection sampling and DPO)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+from training.long2short.base import Long2ShortHooks, Long2ShortStopped
+from training.types import PromptRecord
+
+SEQUENCES_PER_CALL = 256  # responses per engine call; between calls the job may stop and reports progress
+
+
+@dataclass(frozen=True)
+class JudgedSample:
+    """One sampled response, its length in tokens (end-of-sequence included) and whether it is correct."""
+
+    prompt_id: str
+    response: str
+    response_tokens: int
+    correct: bool
+    truncated: bool  # hit max_response_tokens without ending
+
+
+def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[PromptRecord], samples_per_problem: int,
+                     max_response_tokens: int, temperature: float, seed: int, rollout_engine: str = "torch",
+                     hooks: Long2ShortHooks | None = None) -> list[list[JudgedSample]]:
+    """For each record, in order, its `samples_per_problem` judged responses, in the order drawn.
+
+    Records go to the rollout engine in chunks of about SEQUENCES_PER_CALL responses (chunk c samples with
+    seed + c); hooks.progress gets the fraction of records done, and hooks.should_stop is checked between chunks.
+    """
+    from training.prompting import prompt_ids
+    from training.rollout import rollout_engines
+    from training.rollout.base import SamplingSettings
+
+    if samples_per_problem < 1 or max_response_tokens < 1:
+        raise ValueError(f"samples_per_problem ({samples_per_problem}) and max_response_tokens "
+                         f"({max_response_tokens}) must be at least 1")
+    hooks = hooks or Long2ShortHooks()
+    engine = rollout_engines.get(rollout_engine)(model, tokenizer, model_path, SimpleNamespace(seed=seed))
+    per_call = max(1, SEQUENCES_PER_CALL // samples_per_problem)
+    judged: list[list[JudgedSample]] = []
+    try:
+        for chunk_index, start in enumerate(range(0, len(records), per_call)):
+            if hooks.should_stop():
+                raise Long2ShortStopped(f"stopped while sampling, after {start} of {len(records)} problems")
+            chunk = records[start:start + per_call]
+            settings = SamplingSettings(max_new_tokens=max_response_tokens, temperature=temperature,
+                                        seed=seed + chunk_index)
+            requests = [_request(prompt_ids(record.problem, tokenizer), samples_per_problem) for record in chunk]
+            judged.extend(_judge(chunk, engine.generate(requests, settings), tokenizer))
+            hooks.progress(len(judged) / len(records))
+    finally:
+        engine.close()
+    return judged
+
+
+def _request(prompt: tuple[int, ...], samples: int):
+    from training.rollout.base import RolloutRequest
+
+    return RolloutRequest(prompt_ids=prompt, n=samples)
+
+
+def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer) -> list[list[JudgedSample]]:
+    """Decode and verify each record's completions (one verifier call for the whole chunk)."""
+    from training.prompting import decode_response
+    from training.rewards import correctness_rewards
+    from training.rollout.base import FINISH_LENGTH
+
+    flat_records = [record for record, group in zip(records, completions) for _ in group]
+    flat = [completion for group in completions for completion in group]
+    responses = [decode_response(completion.token_ids, tokenizer) for completion in flat]
+    rewards = iter(correctness_rewards(flat_records, responses))
+    texts = iter(zip(flat, responses))
+    judged = []
+    for record, group in zip(records, completions):
+        samples = []
+        for _ in group:
+            completion, response = next(texts)
+            samples.append(JudgedSample(prompt_id=record.prompt_id, response=response,
+                                        response_tokens=len(completion.token_ids), correct=next(rewards) > 0.5,
+                                        truncated=completion.finish_reason == FINISH_LENGTH))
+        judged.append(samples)
+    return judged

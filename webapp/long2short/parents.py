@@ -1,0 +1,94 @@
+"""Where a variant's models come from: its parent checkpoint, the run it descends from, checkpoints to merge."""
+
+from __future__ import annotations
+
+from webapp.jobs import JobStatus
+from webapp.long2short.models import Long2ShortVariant
+from webapp.runs.models import Checkpoint, RLRun
+
+MAX_ANCESTORS = 20  # a variant of a variant of ...: stop following parents after this many
+
+
+class ParentUnavailable(Exception):
+    """The parent cannot give a model: its run failed or was cancelled, or left no checkpoint."""
+
+
+def source_run(variant: Long2ShortVariant) -> RLRun | None:
+    """The run a variant descends from: its parent run, else its parent checkpoint's run (through variants)."""
+    for _ in range(MAX_ANCESTORS):
+        if variant.parent_run_id:
+            return variant.parent_run
+        checkpoint = variant.parent_checkpoint
+        if checkpoint is None:
+            return None
+        if checkpoint.run_id:
+            return checkpoint.run
+        if checkpoint.variant_id is None:
+            return None
+        variant = checkpoint.variant
+    return None
+
+
+def pending_parent_run(variant: Long2ShortVariant) -> RLRun | None:
+    """The parent run the variant waits for: queued or running (a chosen parent checkpoint never waits)."""
+    if variant.parent_checkpoint_id or not variant.parent_run_id:
+        return None
+    run = variant.parent_run
+    return run if run.status in (JobStatus.QUEUED, JobStatus.RUNNING) else None
+
+
+def resolve_parent_checkpoint(variant: Long2ShortVariant) -> Checkpoint:
+    """The chosen parent checkpoint, else the parent run's checkpoint with the highest iteration."""
+    if variant.parent_checkpoint_id:
+        return variant.parent_checkpoint
+    run = variant.parent_run
+    if run is None:
+        raise ParentUnavailable("the variant has neither a parent run nor a parent checkpoint")
+    if run.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        raise ParentUnavailable(f"parent run '{run.name}' (#{run.pk}) {run.status}: a variant needs a parent run "
+                                f"that succeeded; relaunch the variant from one of the run's checkpoints instead")
+    checkpoint = run.checkpoints.filter(iteration__isnull=False).order_by("-iteration").first()
+    if checkpoint is None:
+        raise ParentUnavailable(f"parent run '{run.name}' (#{run.pk}) saved no checkpoint")
+    return checkpoint
+
+
+def id_list(text: str | None, field: str) -> list[int]:
+    """'3, 1,2' -> [3, 1, 2] (None or '' -> []); a part that is not a whole number >= 0 is refused naming the field."""
+    parts = [part.strip() for part in str(text or "").split(",") if part.strip()]
+    for part in parts:
+        if not (part.isascii() and part.isdigit()):
+            raise ValueError(f"{field}: '{part}' is not a whole number (give numbers separated by commas)")
+    return list(dict.fromkeys(int(part) for part in parts))
+
+
+def merge_checkpoints(variant: Long2ShortVariant, checkpoint_ids: str | None,
+                      run_iterations: str | None) -> list[Checkpoint]:
+    """The checkpoints merged with the parent: MergeConfig's `other_checkpoint_ids` (same project), then the
+    source run's checkpoints at `other_run_iterations`; a missing one is refused naming it."""
+    ids = id_list(checkpoint_ids, "other_checkpoint_ids")
+    iterations = id_list(run_iterations, "other_run_iterations")
+    if not ids and not iterations:
+        raise ValueError("merge: give other_checkpoint_ids or other_run_iterations (the models merged with the parent)")
+    found = {checkpoint.pk: checkpoint for checkpoint in Checkpoint.objects.filter(project=variant.project_id,
+                                                                                   pk__in=ids)}
+    if missing := [str(pk) for pk in ids if pk not in found]:
+        raise ValueError(f"other_checkpoint_ids: no checkpoint {', '.join(missing)} in project "
+                         f"'{variant.project.slug}'")
+    chosen = [found[pk] for pk in ids]
+    if iterations:
+        chosen += run_checkpoints_at(source_run(variant), iterations)
+    return chosen
+
+
+def run_checkpoints_at(run: RLRun | None, iterations: list[int]) -> list[Checkpoint]:
+    """The run's checkpoints at these iterations, in that order."""
+    if run is None:
+        raise ValueError("other_run_iterations: the variant descends from no run")
+    by_iteration = {checkpoint.iteration: checkpoint
+                    for checkpoint in run.checkpoints.filter(iteration__in=iterations).order_by("created_at")}
+    if missing := [str(iteration) for iteration in iterations if iteration not in by_iteration]:
+        saved = ", ".join(str(i) for i in run.checkpoints.order_by("iteration").values_list("iteration", flat=True))
+        raise ValueError(f"other_run_iterations: run '{run.name}' (#{run.pk}) has no checkpoint at iteration "
+                         f"{', '.join(missing)} (saved: {saved or 'none'})")
+    return [by_iteration[iteration] for iteration in iterations]
