@@ -25,7 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+from benchmarks.throwaway_database import create_database, drop_database  # noqa: E402
+
 EXPORT_PATH = "/api/benchmark-tables/?format=csv"
 BENCHMARKS = ["aime24", "math500", "gsm8k", "humaneval", "mbpp", "livecodebench", "gpqa", "mmlu_pro"]
 
@@ -35,23 +36,6 @@ def server_environment(database: str) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "webapp.settings", "DEBUG": "0", "LOG_LEVEL": "WARNING",
             "MIRRORLAB_DATA_DIR": os.environ.get("MIRRORLAB_DATA_DIR") or tempfile.mkdtemp(prefix="mirrorlab-load-"),
             "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-
-
-def create_database(database: str) -> None:
-    import psycopg
-
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{database}" with (force)')
-        admin.execute(f'create database "{database}"')
-
-
-def drop_database(database: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{database}" with (force)')
 
 
 def fill(evaluations: int) -> str:

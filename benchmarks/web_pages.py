@@ -18,26 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+from benchmarks.throwaway_database import create_database, drop_database  # noqa: E402
+
 SIZES = (1_000, 10_000, 100_000)
 BATCH = 5_000
-
-
-def create_database(database: str) -> None:
-    import psycopg
-
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{database}" with (force)')
-        admin.execute(f'create database "{database}"')
-
-
-def drop_database(database: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{database}" with (force)')
 
 
 def setup_django(database: str) -> None:
@@ -191,7 +175,7 @@ def measure(args) -> None:
         print(f"{size:>12,}" + "".join(f"{results[size][name]:>16.1f}" for name in urls))
     smallest, largest = min(results), max(results)
     if smallest != largest:
-        print(f"{f'{largest // 1000}k / {smallest // 1000}k':>12}"
+        print(f"{f'{largest:,} / {smallest:,}':>12}"
               + "".join(f"{results[largest][name] / results[smallest][name]:>15.2f}x" for name in urls))
 
 
