@@ -18,7 +18,9 @@ SCRATCH = "/sandbox"
 SYSTEM_PATHS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 SYSTEM_FILES = ("/etc/ld.so.cache",)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
-STAGING = "/tmp"  # mount point of the new root inside the private namespace (the host's /tmp is untouched)
+# Where the new root is assembled inside the private namespace (the host's folder itself is untouched): the
+# first of these that holds none of the paths to bind, since the tmpfs mounted on it hides what is beneath.
+STAGING_CANDIDATES = ("/tmp", "/mnt", "/media", "/srv", "/opt")
 
 
 def enter_minimal_root(bind_paths: list[str], with_proc: bool = False) -> None:
@@ -26,37 +28,50 @@ def enter_minimal_root(bind_paths: list[str], with_proc: bool = False) -> None:
 
     with_proc mounts /proc too (bwrap needs it to set up its user namespace).
     """
+    staging = staging_point(bind_paths)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    linux.mount("tmpfs", STAGING, "tmpfs", linux.MS_NOSUID, "mode=0755,size=1m")
+    linux.mount("tmpfs", staging, "tmpfs", linux.MS_NOSUID, "mode=0755,size=1m")
     for path in SYSTEM_PATHS:
-        replicate(path)
+        replicate(path, staging)
     for path in [*SYSTEM_FILES, *DEVICES, *bind_paths]:
-        if os.path.exists(path) and not os.path.exists(STAGING + path):
-            bind_read_only(path, writable=path == "/dev/null")
+        if os.path.exists(path) and not os.path.exists(staging + path):
+            bind_read_only(path, staging, writable=path == "/dev/null")
     if with_proc:
-        os.mkdir(STAGING + "/proc", 0o555)
-        linux.mount("proc", STAGING + "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
-    os.mkdir(STAGING + SCRATCH, 0o755)
-    os.symlink(SCRATCH, STAGING + "/tmp")  # programs that write to /tmp land in their scratch
-    os.symlink(SCRATCH, STAGING + "/dev/shm")  # and so do POSIX semaphores (multiprocessing)
-    os.chdir(STAGING)
+        os.mkdir(staging + "/proc", 0o555)
+        linux.mount("proc", staging + "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    os.mkdir(staging + SCRATCH, 0o755)
+    if not os.path.lexists(staging + "/tmp"):  # else a bound path (a checkout's bwrap) lives under /tmp
+        os.symlink(SCRATCH, staging + "/tmp")  # programs that write to /tmp land in their scratch
+    os.symlink(SCRATCH, staging + "/dev/shm")  # and so do POSIX semaphores (multiprocessing)
+    os.chdir(staging)
     linux.pivot_root(".", ".")  # the old root is stacked under the new one ...
     linux.umount(".", linux.MNT_DETACH)  # ... and detached
     os.chdir("/")
     linux.mount(None, "/", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID)
 
 
-def replicate(path: str) -> None:
+def staging_point(bind_paths: list[str]) -> str:
+    """An existing folder that contains none of `bind_paths` (a project checked out under /tmp, say)."""
+    for candidate in STAGING_CANDIDATES:
+        inside = [path for path in bind_paths
+                  if os.path.realpath(path) == candidate or os.path.realpath(path).startswith(candidate + "/")]
+        if os.path.isdir(candidate) and not os.path.islink(candidate) and not inside:
+            return candidate
+    raise RuntimeError(f"no folder to build the sandbox root in: each of {STAGING_CANDIDATES} is missing or holds "
+                       f"one of {bind_paths}")
+
+
+def replicate(path: str, staging: str) -> None:
     """Copy a symlink (merged /usr: /lib -> usr/lib) or bind a directory read-only."""
     if os.path.islink(path):
-        os.symlink(os.readlink(path), STAGING + path)
+        os.symlink(os.readlink(path), staging + path)
     elif os.path.isdir(path):
-        bind_read_only(path)
+        bind_read_only(path, staging)
 
 
-def bind_read_only(path: str, writable: bool = False) -> None:
+def bind_read_only(path: str, staging: str, writable: bool = False) -> None:
     """Bind host `path` at the same path in the new root (parents created on the tmpfs)."""
-    target = STAGING + path
+    target = staging + path
     os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
     if os.path.isdir(path):
         os.makedirs(target, mode=0o755, exist_ok=True)

@@ -314,3 +314,11 @@ def test_judges_can_be_created_and_closed_repeatedly(backend):
         assert all(processes_of(uid) == [] for uid in uids)
     with pytest.raises(RuntimeError, match="closed"):
         code_judge.run("print(1)")
+
+
+def test_the_sandbox_root_is_built_where_no_bound_path_lives():
+    from evaluation.sandbox.rootfs import staging_point
+
+    assert staging_point(["/usr/bin/python3", "/root/.pyenv"]) == "/tmp"
+    assert staging_point(["/tmp/checkout/.venv/bin/bwrap"]) == "/mnt"
+    assert staging_point(["/tmp/a", "/mnt"]) == "/media"
