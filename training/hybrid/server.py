@@ -16,9 +16,7 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
-from training.rollout.vllm_engine import (
-    WORKER_EXTENSION, VllmRolloutEngine, _engine_dtype, _set_default_environment, require_vision_support,
-)
+from training.rollout.vllm_engine import VllmRolloutEngine
 
 SLEEP_LEVEL = 2  # drop weights and KV cache: new weights always follow a wake-up (vLLM's advice for RL)
 
@@ -26,36 +24,16 @@ SLEEP_LEVEL = 2  # drop weights and KV cache: new weights always follow a wake-u
 class ServedEngine(VllmRolloutEngine):
     """VllmRolloutEngine built with sleep mode when asked; generation is the parent class's."""
 
-    def __init__(self, settings: dict):  # noqa: super().__init__ is replaced: it has no sleep-mode option
-        if settings.get("vision"):
-            require_vision_support()
-        _set_default_environment(settings.get("kv_cache_memory_bytes"))
+    def __init__(self, settings: dict):
         import torch
-        from vllm import LLM
-        from vllm.platforms import current_platform
 
-        self.eos_id = settings["eos_id"]
-        self.vision = bool(settings.get("vision"))
-        self.update_bucket_bytes = 0  # the manager cuts the buckets
-        self.last_update_seconds = None
-        self.on_cpu = current_platform.is_cpu()
-        self.dtype = _engine_dtype(getattr(torch, settings.get("model_dtype", "float32")), self.on_cpu)
-        options = dict(
-            model=settings["model_path"], dtype=self.dtype, seed=settings.get("seed", 0),
-            max_model_len=settings.get("max_model_len"), enforce_eager=self.on_cpu,
-            worker_extension_cls=WORKER_EXTENSION, logprobs_mode="processed_logprobs",
-            generation_config="vllm", enable_prefix_caching=True,
-            enable_sleep_mode=settings.get("release") == "sleep",
-        )
-        if settings.get("kv_cache_memory_bytes") is not None:
-            options["kv_cache_memory_bytes"] = settings["kv_cache_memory_bytes"]
-        if not self.on_cpu:
-            options["gpu_memory_utilization"] = settings.get("gpu_memory_utilization", 0.4)
-        if options["enable_sleep_mode"] and not current_platform.is_sleep_mode_available():
-            raise ValueError(f"hybrid_release: 'sleep' needs vLLM's sleep mode, which the "
-                             f"{current_platform.device_name} platform lacks; set hybrid_release to 'restart'")
-        self.llm = LLM(**options)
-        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+        super().__init__(
+            settings["model_path"], settings["eos_id"],
+            model_dtype=getattr(torch, settings.get("model_dtype", "float32")), seed=settings.get("seed", 0), max_model_len=settings.get("max_model_len"),
+            kv_cache_memory_bytes=settings.get("kv_cache_memory_bytes"),
+            gpu_memory_utilization=settings.get("gpu_memory_utilization", 0.4),
+            update_bucket_bytes=0,  # the manager cuts the buckets
+            vision=bool(settings.get("vision")), enable_sleep_mode=settings.get("release") == "sleep")
 
     def info(self) -> dict:
         """What the manager needs to know: pid, the dtype weights must arrive in, the context length."""

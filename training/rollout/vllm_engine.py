@@ -84,7 +84,7 @@ class VllmRolloutEngine:
                  dtype: str | None = None, seed: int = 0, max_model_len: int | None = None,
                  kv_cache_memory_bytes: int | None = None, gpu_memory_utilization: float = 0.4,
                  enforce_eager: bool | None = None, update_bucket_bytes: int = UPDATE_BUCKET_BYTES,
-                 vision: bool = False):
+                 vision: bool = False, enable_sleep_mode: bool = False):
         if vision:
             require_vision_support()
         _set_default_environment(kv_cache_memory_bytes)
@@ -106,11 +106,15 @@ class VllmRolloutEngine:
             logprobs_mode="processed_logprobs",
             generation_config="vllm",  # sampling comes from SamplingSettings only
             enable_prefix_caching=True,
+            enable_sleep_mode=enable_sleep_mode,  # the hybrid engine's vLLM process frees its memory between rollouts
         )
         if kv_cache_memory_bytes is not None:
             options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
         if not self.on_cpu:
             options["gpu_memory_utilization"] = gpu_memory_utilization
+        if enable_sleep_mode and not current_platform.is_sleep_mode_available():
+            raise ValueError(f"hybrid_release: 'sleep' needs vLLM's sleep mode, which the "
+                             f"{current_platform.device_name} platform lacks; set hybrid_release to 'restart'")
         set_num_threads = torch.set_num_threads
         self.llm = LLM(**options)
         # vLLM's in-process CPU worker replaces torch.set_num_threads with a warning stub; give the
