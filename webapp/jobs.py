@@ -15,6 +15,11 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 
+def stamped_line(line: str) -> str:
+    """A log line with its timestamp and newline."""
+    return f"{timezone.now():%Y-%m-%d %H:%M:%S} {line.rstrip()}\n"
+
+
 class JobStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
@@ -73,18 +78,20 @@ class Job(models.Model):
         cls.objects.filter(pk=pk).update(heartbeat_at=timezone.now())
 
     @classmethod
-    def finish(cls, pk: int, status: str, error: str = "", traceback: str = "") -> bool:
-        """Record a running job's terminal state; False when it was not running."""
+    def finish(cls, pk: int, status: str, error: str = "", traceback: str = "", log_line: str = "") -> bool:
+        """Record a running job's terminal state (and its last log line, in the same UPDATE, so a reader that
+        sees the status also sees the line); False when it was not running."""
         fields = {"status": status, "finished_at": timezone.now(), "error": error, "traceback": traceback}
         if status == JobStatus.SUCCEEDED:
             fields["progress"] = 1.0
+        if log_line:
+            fields["log"] = Concat(F("log"), Value(stamped_line(log_line)))
         return cls.objects.filter(pk=pk, status=JobStatus.RUNNING).update(**fields) == 1
 
     @classmethod
     def append_log(cls, pk: int, line: str) -> None:
         """Append one timestamped line to the row's log in a single UPDATE."""
-        stamped = f"{timezone.now():%Y-%m-%d %H:%M:%S} {line.rstrip()}\n"
-        cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped)))
+        cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped_line(line))))
 
     def request_cancel(self) -> str:
         """Cancel a queued job at once, or ask a running one to stop between iterations."""

@@ -50,14 +50,12 @@ def execute_job(kind: str, pk: int, body: Callable[[Job], None]) -> str:
     try:
         body(row)
     except JobCancelled:
-        model.finish(pk, JobStatus.CANCELLED)
-        model.append_log(pk, "cancelled by request")
+        model.finish(pk, JobStatus.CANCELLED, log_line="cancelled by request")
         return JobStatus.CANCELLED
     except Exception as error:  # the row records every failure, whatever its kind
         logger.exception("%s %s failed", kind, pk)
-        model.finish(pk, JobStatus.FAILED, error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
-        model.append_log(pk, f"failed: {type(error).__name__}: {error}")
+        model.finish(pk, JobStatus.FAILED, error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(),
+                     log_line=f"failed: {type(error).__name__}: {error}")
         return JobStatus.FAILED
-    model.finish(pk, JobStatus.SUCCEEDED)
-    model.append_log(pk, "succeeded")
+    model.finish(pk, JobStatus.SUCCEEDED, log_line="succeeded")
     return JobStatus.SUCCEEDED

@@ -66,3 +66,13 @@ def test_checkpoints_queue_evaluations_on_the_run_suite_at_the_cadence(run, suit
     evaluated = sorted(EvalRun.objects.filter(suite=suite).values_list("checkpoint__iteration", flat=True))
     assert evaluated == [0, 4, 6]
     assert all(e.status == JobStatus.QUEUED for e in EvalRun.objects.all())
+
+
+def test_the_terminal_status_and_its_log_line_arrive_together(run):
+    assert RLRun.claim(run.pk, "worker-a")
+    assert RLRun.finish(run.pk, JobStatus.SUCCEEDED, log_line="succeeded")
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED and run.log.endswith(" succeeded\n") and run.progress == 1.0
+    assert not RLRun.finish(run.pk, JobStatus.FAILED, log_line="failed: late")  # no longer running: untouched
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED and "late" not in run.log
