@@ -30,7 +30,10 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--model", default="", help="model folder (default: the tiny preset, created in a temp dir)")
     parser.add_argument("--limit", type=int, default=40, help="problems (default: 40)")
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    shared = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # the checkout's neighbour, when present
+    parser.add_argument("--data-dir", type=Path, default=shared if shared.is_dir() else default_data_dir(),
+                        help="benchmark files (default: ../shared/datasets beside the checkout, else the "
+                             "MIRRORLAB_DATASETS_DIR folder)")
     parser.add_argument("--skip-cli", action="store_true", help="leave out the lm_eval CLI subprocess")
     return parser.parse_args()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -49,9 +50,13 @@ def _text(record: dict, name: str) -> str:
     return value.strip()
 
 
-def _tags(value: Any) -> tuple[str, ...]:
+def _tags(value: Any, text_allowed: bool = True) -> tuple[str, ...]:
     if value in (None, ""):
         return ()
+    if isinstance(value, str) and not text_allowed:
+        example = json.dumps([tag.strip() for tag in re.split("[,;]", value)])
+        raise ValueError(f"'tags' must be a JSON list of strings, such as {example}, not the text "
+                         f"{json.dumps(value)} (';'-separated text is for CSV files)")
     if isinstance(value, str):
         value = json.loads(value) if value.lstrip().startswith("[") else value.split(";")
     if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
@@ -85,8 +90,8 @@ def _pass_rate(value: Any) -> float | None:
     return rate
 
 
-def parse_record(record: Any, line: int) -> ParsedPrompt:
-    """Validate one record (a JSON object or a CSV row)."""
+def parse_record(record: Any, line: int, text_tags: bool = True) -> ParsedPrompt:
+    """Validate one record (a JSON object or a CSV row); text_tags: 'tags' may be ';'-separated text."""
     if not isinstance(record, dict):
         raise PromptFileError(line, "expected an object with a 'problem' field")
     unknown = sorted(set(record) - set(FIELDS) - {""})
@@ -102,7 +107,7 @@ def parse_record(record: Any, line: int) -> ParsedPrompt:
             raise ValueError("needs an 'answer' or 'test_cases' to verify responses")
         return ParsedPrompt(
             line=line, problem=problem, image=_text(record, "image"), answer=answer, test_cases=test_cases,
-            domain=_text(record, "domain"), tags=_tags(record.get("tags")),
+            domain=_text(record, "domain"), tags=_tags(record.get("tags"), text_tags),
             difficulty=_text(record, "difficulty"), pass_rate=_pass_rate(record.get("pass_rate")),
         )
     except (ValueError, json.JSONDecodeError) as error:
@@ -139,7 +144,8 @@ def parse_prompt_file(content: bytes, file_format: str) -> list[ParsedPrompt]:
     readers = {"jsonl": _jsonl_records, "csv": _csv_records}
     if file_format not in readers:
         raise ValueError(f"unknown prompt file format {file_format!r}; use jsonl or csv")
-    prompts = [parse_record(record, line) for line, record in readers[file_format](text)]
+    text_tags = file_format == "csv"  # a JSONL line writes its tags as a JSON list
+    prompts = [parse_record(record, line, text_tags) for line, record in readers[file_format](text)]
     if not prompts:
         raise PromptFileError(1, "the file holds no prompts")
     return prompts

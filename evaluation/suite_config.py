@@ -34,13 +34,21 @@ class BenchmarkSettings:
     limit: int | None = knob(None, "Evaluate only the first N problems (empty = all).", minimum=1)
 
     def cross_field_errors(self) -> dict[str, str]:
-        """The benchmark must be known, or an lm-eval task name."""
+        """The benchmark must be known (or an lm-eval task); several samples per problem need sampling."""
+        errors = {}
+        if not self.is_known_benchmark():
+            errors["benchmark"] = (f"unknown benchmark {self.benchmark!r}; choose one of {', '.join(BENCHMARKS)} "
+                                   f"or {LM_EVAL_PREFIX}<task>")
+        if self.samples_per_problem > 1 and self.temperature == 0.0:
+            errors["temperature"] = (f"0 is greedy decoding, so the {self.samples_per_problem} samples per problem "
+                                     "would be identical and pass@k and maj@k meaningless: set a temperature above 0 "
+                                     "(for example 0.6) or samples_per_problem 1")
+        return errors
+
+    def is_known_benchmark(self) -> bool:
         if self.benchmark in BENCHMARKS:
-            return {}
-        if self.benchmark.startswith(LM_EVAL_PREFIX) and len(self.benchmark) > len(LM_EVAL_PREFIX):
-            return {}
-        return {"benchmark": f"unknown benchmark {self.benchmark!r}; choose one of {', '.join(BENCHMARKS)} "
-                             f"or {LM_EVAL_PREFIX}<task>"}
+            return True
+        return self.benchmark.startswith(LM_EVAL_PREFIX) and len(self.benchmark) > len(LM_EVAL_PREFIX)
 
 
 def parse_suite(entries: Sequence[Any]) -> list[BenchmarkSettings]:

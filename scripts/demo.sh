@@ -10,12 +10,13 @@ port=${PORT:-8000}
 
 .venv/bin/python manage.py migrate --no-input -v 0
 .venv/bin/python manage.py seed_demo --launch-run
-mkdir -p data/logs
+log_dir="${MIRRORLAB_DATA_DIR:-data}/logs"  # settings.LOG_DIR: <data dir>/logs (relative paths from the repo root)
+mkdir -p "$log_dir"
 .venv/bin/celery -A workers worker -Q gpu,cpu --pool=solo -n "demo@%h" --loglevel=INFO \
-  >data/logs/worker.log 2>&1 &
+  >"$log_dir/worker.log" 2>&1 &
 worker=$!
 trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null || true' EXIT INT TERM
-echo "== worker started (log: data/logs/worker.log)"
+echo "== worker started (log: $log_dir/worker.log)"
 echo "== open http://127.0.0.1:$port/ and log in as demo / demo (API: /api/, admin: /admin/)"
 echo "== the demo run trains first; its four long2short variants follow (Long2short page: /long2short/)"
 .venv/bin/python manage.py runserver "127.0.0.1:$port" --noreload

@@ -6,7 +6,7 @@
 #   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
 #
 # MIRRORLAB_GPU_SMOKE=1 tells the tests to use CUDA and NCCL and to leave out their CPU workarounds.
-# Logs, JUnit XML and the benchmark's output go to $SMOKE_OUT (default test-artifacts/gpu-smoke).
+# Logs, JUnit XML and the benchmark's outputs go to $SMOKE_OUT (default test-artifacts/gpu-smoke).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,12 +56,11 @@ echo "== tests (MIRRORLAB_GPU_SMOKE=1): ${test_files[*]}"
 "$python" -m pytest "${test_files[@]}" -q -rs -p no:cacheprovider --junitxml "$out/tests.xml" \
   2>&1 | tee "$out/tests.log" || status=1
 
-echo "== train <-> rollout switch benchmark"
-if [ -f benchmarks/hybrid_switch.py ]; then
-  "$python" benchmarks/hybrid_switch.py 2>&1 | tee "$out/hybrid_switch.txt" || status=1
-else
-  echo "gpu_smoke: benchmarks/hybrid_switch.py is missing" | tee "$out/hybrid_switch.txt"; status=1
-fi
+# Both release modes: restart (a fresh vLLM process each time) and sleep (vLLM's GPU-only sleep mode).
+for release in restart sleep; do
+  echo "== train <-> rollout switch benchmark, hybrid_release $release"
+  "$python" benchmarks/hybrid_switch.py --release "$release" 2>&1 | tee "$out/hybrid_switch_$release.txt" || status=1
+done
 
 echo "== summary"
 # A smoke run in which nothing ran (every test skipped: vllm or megatron-core missing) is a failure.
@@ -74,6 +73,6 @@ passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipp
 print(f"tests: {passed} passed, {counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")
 sys.exit(0 if passed > 0 else 1)
 PY
-grep -iE 'switch|transfer|seconds|s/GB' "$out/hybrid_switch.txt" || true
+for release in restart sleep; do echo "-- $release"; cat "$out/hybrid_switch_$release.txt"; done
 if [ "$status" = 0 ]; then echo "gpu_smoke: OK"; else echo "gpu_smoke: FAILED (logs in $out)" >&2; fi
 exit "$status"

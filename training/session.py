@@ -17,6 +17,7 @@ from training.checkpoint import (
 from training.config import RLConfig
 from training.models.loading import load_model, load_tokenizer, resolve_model_path
 from training.prompting import prompt_ids
+from training.resume_config import check_resume
 from training.rollout import rollout_engines
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
@@ -78,6 +79,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     numpy_rng = seed_everything(config.seed)
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)
+    if resume:  # the same recipe and prompts as the checkpoint, or a clear refusal before anything loads
+        check_resume(resume.path, resume.state, config, len(records))
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
     trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
@@ -95,7 +98,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     )
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
-    session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path, config)
+    session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path, config,
+                                                                trainer=trainer)
     return session
 
 

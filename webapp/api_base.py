@@ -1,12 +1,69 @@
-"""Building blocks shared by every app's REST API: scoping, same-project checks, cancel."""
+"""Building blocks shared by every app's REST API: scoping, strict input, same-project checks, PATCH merges,
+cancel."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
+from rest_framework.fields import SkipField
 from rest_framework.response import Response
 
 from webapp.projects.models import Project
+
+IGNORED_INPUT_KEYS = frozenset({"csrfmiddlewaretoken"})  # posted by the browsable API's HTML forms
+
+
+class Conflict(APIException):
+    """409: the request is valid but the row's state forbids it (the detail says why and what to do)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class StrictFieldsMixin:
+    """Refuses input fields the serializer does not take (a 400 naming each and listing the writable ones)
+    instead of dropping them silently. A read-only field passes only when it repeats the stored value, so a
+    GET's body can be sent back by PUT."""
+
+    read_only_reasons: dict[str, str] = {}  # field -> why it cannot be written (default: set by the server)
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and (errors := self.unexpected_field_errors(data)):
+            raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+    def unexpected_field_errors(self, data: Mapping) -> dict[str, list[str]]:
+        writable = [name for name, field in self.fields.items() if not field.read_only]
+        allowed = f"writable fields: {', '.join(writable)}"
+        errors = {}
+        for name in sorted(data.keys() - IGNORED_INPUT_KEYS - set(writable)):
+            if name not in self.fields:
+                errors[name] = [f"unknown field; {allowed}"]
+            elif not self.repeats_stored_value(name, data[name]):
+                reason = self.read_only_reasons.get(name, "set by the server")
+                errors[name] = [f"read-only ({reason}); {allowed}"]
+        return errors
+
+    def repeats_stored_value(self, name: str, value: Any) -> bool:
+        """True when an update sends a read-only field unchanged (its value as a GET shows it)."""
+        if self.instance is None:
+            return False
+        field = self.fields[name]
+        try:
+            attribute = field.get_attribute(self.instance)
+        except SkipField:
+            return False
+        return value == (None if attribute is None else field.to_representation(attribute))
+
+
+def patched_settings(serializer: serializers.Serializer, stored: Mapping[str, Any] | None, given: Any) -> Any:
+    """A PATCH's settings merged over the stored ones (POST and PUT replace them: omitted ones take defaults)."""
+    if serializer.partial and serializer.instance is not None and isinstance(given, Mapping) and stored:
+        return {**stored, **given}
+    return given
 
 
 class VisibleRelatedField(serializers.PrimaryKeyRelatedField):
@@ -22,10 +79,19 @@ def visible_field(model, **kwargs) -> VisibleRelatedField:
     return VisibleRelatedField(queryset=model.objects.all(), **kwargs)
 
 
-class ProjectScopedSerializer(serializers.ModelSerializer):
+class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
+    """A plain serializer that refuses unknown fields."""
+
+
+class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
+    """A model serializer that refuses unknown and read-only fields."""
+
+
+class ProjectScopedSerializer(StrictModelSerializer):
     """Rejects references to rows of another project than the object's own."""
 
     same_project_fields: tuple[str, ...] = ()
+    read_only_reasons = {"project": "rows do not move between projects"}
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -69,9 +135,10 @@ class CancelMixin:
     def cancel(self, request, pk=None):
         job = self.get_object()
         outcome = job.request_cancel()
-        code = status.HTTP_409_CONFLICT if outcome == "already finished" else status.HTTP_200_OK
-        data = self.get_serializer(job).data | {"outcome": outcome}
-        return Response(data, status=code)
+        if outcome == "already finished":
+            return Response({"detail": f"nothing to cancel: this job already ended ({job.status}); only a queued "
+                                       "or running job can be cancelled"}, status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(job).data | {"outcome": outcome})
 
 
 class CreateListRetrieveUpdate(

@@ -93,9 +93,11 @@ def run_under_torchrun(config: RLConfig, records: Sequence[PromptRecord], paths:
 
     start_other_nodes: called once the spec is written, when nnodes > 1 (the other nodes read the same spec).
     """
+    from training.checkpoint import latest_checkpoint
     from training.models.loading import resolve_model_path
 
-    resolve_model_path(config.model, paths.models_dir)  # create a preset once, before the ranks race for it
+    if latest_checkpoint(paths.output_dir) is None:  # a resume loads the checkpoint, not the base model
+        resolve_model_path(config.model, paths.models_dir)  # create a preset once, before the ranks race for it
     spec, events_path, stop_path = write_spec(config, records, paths)
     log_path = spec.parent / "torchrun.log"
     command = torchrun_command(config, spec, run_key)

@@ -1,8 +1,9 @@
 """Benchmark data loaders: every benchmark's local files read into BenchmarkProblem lists.
 
 The caller passes the datasets folder (the layout of shared/datasets: <benchmark>/<file>);
-nothing here reads settings or the environment. evaluation.datasets.hub downloads the same files
-from the Hugging Face hub (`python -m evaluation.datasets fetch ...`).
+only default_data_dir (for the command-line tools) reads the environment, as webapp/settings.py does.
+evaluation.datasets.hub downloads the same files from the Hugging Face hub
+(`python -m evaluation.datasets fetch ...`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from common.paths import datasets_dir
 from common.registry import UnknownEntry
 from evaluation.datasets.code_benchmarks import load_humaneval, load_livecodebench
 from evaluation.datasets.math_benchmarks import load_aime24, load_aime25, load_amc23, load_gsm8k, load_math500
@@ -44,8 +46,8 @@ LOADERS: dict[str, Loader] = {
 
 
 def default_data_dir() -> Path:
-    """The shared datasets folder beside this checkout (<repo>/../shared/datasets); reads no settings."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+    """MIRRORLAB_DATASETS_DIR, else <data dir>/datasets: the folder the workers read (webapp/settings.py)."""
+    return datasets_dir()
 
 
 def load_benchmark(name: str, data_dir: Path, limit: int | None = None,

@@ -1,7 +1,10 @@
 """Download benchmark files from the Hugging Face hub into the local layout the loaders read.
 
-    python -m evaluation.datasets list --data-dir ../shared/datasets
-    python -m evaluation.datasets fetch aime24 math500 mathvista --data-dir data/datasets [--overwrite]
+    python -m evaluation.datasets list [--data-dir ../shared/datasets]
+    python -m evaluation.datasets fetch aime24 math500 mathvista [--data-dir data/datasets] [--overwrite]
+
+Without --data-dir: MIRRORLAB_DATASETS_DIR, else <MIRRORLAB_DATA_DIR>/datasets (<repo>/data/datasets),
+the folder the workers' evaluations read.
 
 Without hub access (HF_HUB_OFFLINE, no network), copy the files into --data-dir instead; the error
 says which ones.
@@ -13,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from common.paths import datasets_dir_origin
 from evaluation.datasets import DatasetError, default_data_dir
 from evaluation.datasets.hub import HUB_SOURCES, fetch_benchmark, local_status
 
@@ -27,14 +31,22 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--overwrite", action="store_true", help="replace files that are already there")
     listing = commands.add_parser("list", help="each benchmark's hub source and whether its files are in --data-dir")
     for command in (fetch, listing):
-        command.add_argument("--data-dir", type=Path, default=default_data_dir(),
-                             help="benchmark files in the layout of shared/datasets (default: %(default)s)")
+        command.add_argument("--data-dir", type=Path, default=None,
+                             help="benchmark files in the layout of shared/datasets (default: "
+                                  "$MIRRORLAB_DATASETS_DIR, else <data dir>/datasets, as the workers)")
     return parser
 
 
-def print_listing(data_dir: Path) -> None:
-    """One line per benchmark: name, hub source, local status."""
-    print(f"{'benchmark':<14} {'hub source':<84} local files in {data_dir}")
+def chosen_data_dir(given: Path | None) -> tuple[Path, str]:
+    """(the datasets folder, where it came from): --data-dir, else the workers' setting or its default."""
+    if given is not None:
+        return given, "--data-dir"
+    return default_data_dir(), datasets_dir_origin()
+
+
+def print_listing(data_dir: Path, origin: str) -> None:
+    """A header naming the folder and where it came from, then one line per benchmark: name, hub source, status."""
+    print(f"{'benchmark':<14} {'hub source':<84} local files in {data_dir} ({origin})")
     for name, source in HUB_SOURCES.items():
         print(f"{name:<14} {source.describe():<84} {local_status(name, data_dir)}")
 
@@ -63,10 +75,12 @@ def fetch_all(names: list[str], data_dir: Path, overwrite: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    data_dir, origin = chosen_data_dir(args.data_dir)
     if args.command == "list":
-        print_listing(args.data_dir)
+        print_listing(data_dir, origin)
         return 0
-    return fetch_all(args.benchmarks, args.data_dir, args.overwrite)
+    print(f"datasets folder: {data_dir} ({origin})", file=sys.stderr, flush=True)
+    return fetch_all(args.benchmarks, data_dir, args.overwrite)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from evaluation.datasets import (
     DatasetError,
     DatasetMissing,
     ImagesMissing,
-    default_data_dir,
     images_available,
     load_aime24,
     load_benchmark,
@@ -38,10 +37,6 @@ def load(name: str, limit: int | None = None) -> list[BenchmarkProblem]:
 
 def by_id(problems: list[BenchmarkProblem]) -> dict[str, BenchmarkProblem]:
     return {problem.problem_id: problem for problem in problems}
-
-
-def test_the_default_data_dir_is_the_shared_datasets_folder():
-    assert default_data_dir() == DATA_DIR.resolve()
 
 
 def test_every_loader_is_a_suite_benchmark():

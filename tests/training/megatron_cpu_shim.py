@@ -51,6 +51,7 @@ def apply() -> None:
     for name in _FACTORIES:
         setattr(torch, name, _on_cpu(getattr(torch, name)))
     torch.cuda.current_device = lambda: "cpu"
+    torch.cuda.is_available = lambda: False  # on a GPU host too: product code then picks gloo and fp32
     torch.cuda.synchronize = lambda *args, **kwargs: None
     torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda *args, **kwargs: torch.get_rng_state()
     torch.cuda.set_rng_state = lambda *args, **kwargs: None

@@ -64,3 +64,10 @@ def test_the_training_config_imports_no_heavy_dependency():
     code = "import sys, training.config, evaluation.suite_config; print('torch' in sys.modules, 'django' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["False", "False"]
+
+
+def test_in_process_vllm_is_refused_for_several_training_processes():
+    with pytest.raises(ConfigError) as error:
+        parse_config(RLConfig, {"rollout_engine": "vllm", "nproc_per_node": 2})
+    assert set(error.value.errors) == {"rollout_engine"} and "use vllm-hybrid" in error.value.errors["rollout_engine"]
+    assert parse_config(RLConfig, {"rollout_engine": "vllm-hybrid", "nproc_per_node": 2}).nproc_per_node == 2

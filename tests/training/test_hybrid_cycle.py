@@ -23,8 +23,8 @@ requires_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, rea
 
 GREEDY = SamplingSettings(max_new_tokens=24, temperature=0.0)
 LOGPROB_TOLERANCE = 2e-3
-SETTINGS = dict(rollout_engine="vllm-hybrid", hybrid_release="restart", iterations=1, batch_size=4,
-                samples_per_problem=4, max_response_tokens=24, learning_rate=3e-3, gradient_steps_per_iteration=2,
+SETTINGS = dict(rollout_engine="vllm-hybrid", rollout_dtype="float32", hybrid_release="restart", iterations=1,
+                batch_size=4, samples_per_problem=4, max_response_tokens=24, learning_rate=3e-3, gradient_steps_per_iteration=2,
                 length_penalty_weight=0.5, micro_batch_size=16, seed=1)
 SWITCH_PHASES = ("offload", "wake", "weight_handover", "rollout", "release", "onload")
 
@@ -142,6 +142,33 @@ def test_the_sleep_release_mode_is_refused_where_vllm_cannot_sleep(tiny_model_di
     with pytest.raises(VllmServerError, match="hybrid_release.*'restart'"):
         engine.generate([], GREEDY)
     engine.close()
+
+
+@pytest.mark.slow
+@requires_vllm
+def test_the_sleep_release_mode_keeps_one_process_and_serves_the_updated_weights(warm_model_dir, tmp_path):
+    """GPU only (vLLM's sleep mode): the server sleeps through training, wakes up and takes the new weights."""
+    from vllm.platforms import current_platform
+
+    from training.loop import run_iteration
+    from training.session import start_session
+
+    if not current_platform.is_sleep_mode_available():
+        pytest.skip(f"vLLM's sleep mode is not available on the {current_platform.device_name} platform")
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]
+    config = parse_config(RLConfig, {**SETTINGS, "hybrid_release": "sleep", "model": str(warm_model_dir)})
+    session = start_session(config, records, RunPaths(output_dir=tmp_path / "run", models_dir=tmp_path / "models"),
+                            TrainingHooks())
+    try:
+        first_pid = session.engine.pid
+        extra = run_iteration(session, 1).extra
+        requests = greedy_requests(session.tokenizer)
+        ours, reference = greedy(session.engine, requests), torch_greedy(session.model, session.tokenizer, requests)
+        assert session.engine.pid == first_pid  # slept and woke up: no new process
+        assert extra["hybrid_release_seconds"] > 0 and extra["hybrid_wake_seconds"] > 0
+        assert [c.token_ids for c in ours] == [c.token_ids for c in reference]
+    finally:
+        session.close()
 
 
 def test_the_server_gets_its_rank_s_gpu_and_no_torchrun_variables(monkeypatch):

@@ -74,7 +74,8 @@ def sidecar_cycle(sidecar, warm_model_dir, tmp_path_factory):
     with torch.no_grad():  # an "update": the served weights must differ from the saved checkpoint's
         for parameter in model.parameters():
             parameter.add_(0.05 * torch.randn_like(parameter))
-    engine = HybridRolloutEngine(ServerSettings(model_path=str(warm_model_dir), eos_id=tokenizer.eos_token_id, seed=1),
+    engine = HybridRolloutEngine(ServerSettings(model_path=str(warm_model_dir), eos_id=tokenizer.eos_token_id, seed=1,
+                                                dtype="float32"),
                                  log_dir=tmp_path_factory.mktemp("hybrid"), sidecar_socket=str(socket_path))
     requests = greedy_requests(tokenizer)
     seen = {"sidecar_pid": sidecar_process.pid}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -67,7 +68,8 @@ def engines(tiny):
     from training.rollout.vllm_engine import build
 
     model, tokenizer, directory = tiny
-    vllm_engine = build(model, tokenizer, directory, config=None)
+    # float32 sampling, as the trainer's: on a GPU (the smoke run) vLLM would otherwise sample in 16 bits
+    vllm_engine = build(model, tokenizer, directory, config=SimpleNamespace(rollout_dtype="float32"))
     yield vllm_engine, TorchRolloutEngine(model, tokenizer)
     vllm_engine.close()
 

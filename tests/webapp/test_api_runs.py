@@ -76,7 +76,7 @@ def test_config_changes_only_while_queued(api_for, run, alice):
     api = api_for(alice)
     assert api.patch(f"/api/runs/{run.pk}/", {"config": {"tau": 0.3}}, format="json").status_code == 200
     run.refresh_from_db()
-    assert run.config["tau"] == 0.3 and run.config["iterations"] == RLConfig().iterations
+    assert run.config["tau"] == 0.3 and run.config["iterations"] == 3  # a PATCH keeps the knobs it omits
     RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING)
     refused = api.patch(f"/api/runs/{run.pk}/", {"config": {"tau": 0.9}}, format="json")
     assert refused.status_code == 400 and "config" in refused.json()
@@ -113,3 +113,74 @@ def test_metrics_filter_by_run_and_iteration_range(api_for, run, alice):
     )
     response = api_for(alice).get(f"/api/iteration-metrics/?run={run.pk}&iteration_min=3&iteration_max=5")
     assert [row["iteration"] for row in response.json()["results"]] == [3, 4, 5]
+
+
+def test_a_patch_of_the_config_keeps_the_knobs_it_omits(api_for, run, alice):
+    response = api_for(alice).patch(f"/api/runs/{run.pk}/", {"config": {"batch_size": 4}}, format="json")
+    assert response.status_code == 200, response.json()
+    run.refresh_from_db()
+    assert (run.config["batch_size"], run.config["trainer_backend"], run.config["iterations"]) == (4, "noop-test", 3)
+    assert run.total_iterations == 3
+
+
+def test_a_patched_config_is_validated_as_a_whole(api_for, run, alice):
+    response = api_for(alice).patch(f"/api/runs/{run.pk}/", {"config": {"length_penalty_warmup_iterations": 5}},
+                                    format="json")  # the stored iterations are 3
+    assert response.status_code == 400
+    assert response.json()["config"] == {"length_penalty_warmup_iterations": ["must not exceed iterations"]}
+
+
+def test_a_put_replaces_the_config_with_defaults_for_what_it_omits(api_for, project, prompt_set, run, alice):
+    response = api_for(alice).put(f"/api/runs/{run.pk}/", {"name": "run-1", "prompt_set": prompt_set.pk,
+                                                          "config": {"batch_size": 4}}, format="json")
+    assert response.status_code == 200, response.json()
+    run.refresh_from_db()
+    assert (run.config["batch_size"], run.config["iterations"]) == (4, RLConfig().iterations)
+    assert run.total_iterations == RLConfig().iterations
+
+
+def test_a_run_on_an_empty_prompt_set_is_refused(api_for, project, alice):
+    from webapp.prompts.models import PromptSet
+
+    empty = PromptSet.objects.create(project=project, name="empty")
+    response = post_run(api_for(alice), project, empty)
+    assert response.status_code == 400
+    assert response.json() == {"prompt_set": ["prompt set 'empty' has no prompts: upload prompts to it (or choose "
+                                              "another set) before launching a run"]}
+    assert not RLRun.objects.exists()
+
+
+def test_evaluating_every_n_iterations_needs_a_suite(api_for, project, prompt_set, suite, alice):
+    api = api_for(alice)
+    response = post_run(api, project, prompt_set, evaluate_every_iterations=5)
+    assert response.status_code == 400
+    assert list(response.json()["config"]) == ["evaluate_every_iterations"]
+    assert "choose an evaluation_suite" in response.json()["config"]["evaluate_every_iterations"][0]
+    with_suite = api.post("/api/runs/", {"project": project.pk, "name": "r", "prompt_set": prompt_set.pk,
+                                         "evaluation_suite": suite.pk, "config": {"evaluate_every_iterations": 5}},
+                          format="json")
+    assert with_suite.status_code == 201
+
+
+def test_cancelling_a_cancelled_run_answers_a_message(api_for, run, alice):
+    api = api_for(alice)
+    api.post(f"/api/runs/{run.pk}/cancel/")
+    response = api.post(f"/api/runs/{run.pk}/cancel/")
+    assert response.status_code == 409
+    assert response.json() == {"detail": "nothing to cancel: this job already ended (cancelled); only a queued or "
+                                         "running job can be cancelled"}
+
+
+def test_lists_take_a_page_size_up_to_a_maximum(api_for, project, prompt_set, run, alice, monkeypatch):
+    from webapp.pagination import Pagination
+
+    RLRun.objects.bulk_create(RLRun(project=project, name=f"r{index}", prompt_set=prompt_set, config=run.config)
+                              for index in range(4))
+    api = api_for(alice)
+    page = api.get("/api/runs/?page_size=2").json()
+    assert (page["count"], len(page["results"])) == (5, 2)
+    assert "page_size=2" in page["next"]
+    assert len(api.get(page["next"]).json()["results"]) == 2
+    assert Pagination.max_page_size == 500
+    monkeypatch.setattr(Pagination, "max_page_size", 3)
+    assert len(api.get("/api/runs/?page_size=100000").json()["results"]) == 3  # clamped, not refused

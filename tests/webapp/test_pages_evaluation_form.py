@@ -11,7 +11,8 @@ from webapp.runs.models import Checkpoint
 
 pytestmark = pytest.mark.django_db
 
-CHECKPOINT_OR_MODEL = "give either a checkpoint or a model, not both"
+BOTH = "give a checkpoint or a model, not both"
+NEITHER = "give a checkpoint or a model to evaluate (a preset such as 'tiny', a local folder or a hub id)"
 
 
 @pytest.fixture
@@ -43,14 +44,14 @@ def test_member_evaluates_a_model_by_name(client_for, alice, suite):
     assert (evaluation.checkpoint, evaluation.model, evaluation.rollout_engine) == (None, "tiny", "torch")
 
 
-@pytest.mark.parametrize("with_checkpoint, model", [(True, "tiny"), (False, "")])
+@pytest.mark.parametrize("with_checkpoint, model, message", [(True, "tiny", BOTH), (False, "", NEITHER)])
 def test_launch_refuses_both_or_neither_checkpoint_and_model(client_for, alice, suite, checkpoint,
-                                                             with_checkpoint, model):
+                                                             with_checkpoint, model, message):
     data = launch_data(suite, checkpoint=checkpoint.pk if with_checkpoint else "", model=model)
     response = client_for(alice).post(reverse("evaluation-launch"), data)
     assert response.status_code == 200
     errors = response.context["form"].errors
-    assert errors["checkpoint"] == [CHECKPOINT_OR_MODEL] and errors["model"] == [CHECKPOINT_OR_MODEL]
+    assert errors["checkpoint"] == [message] and errors["model"] == [message]
     assert not EvalRun.objects.exists()
 
 

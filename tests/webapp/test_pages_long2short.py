@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from common.knobs import describe_knobs
-from training.config import DPOConfig
+from training.config import DPOConfig, MergeConfig
 from webapp.evals.models import BenchmarkResult, EvalRun
 from webapp.long2short.models import Long2ShortVariant
 from webapp.runs.models import Checkpoint
@@ -197,6 +197,16 @@ def test_it_rejects_a_checkpoint_of_another_run_and_unknown_merge_checkpoints(cl
     errors = client_for(alice).post(LAUNCH_URL, data).context["form"].errors
     assert errors["parent_checkpoint"] == [f"Checkpoint {foreign.pk} is not one of run run-1's."]
     assert errors["other_checkpoint_ids"] == ["Checkpoint 999999 is not in this project."]
+
+
+def test_a_merge_with_nothing_to_merge_is_refused_as_the_api_does(client_for, alice, run):
+    data = launch_data(MergeConfig, name="m", method="merge", parent_run=run.pk, other_checkpoint_ids="",
+                       other_run_iterations="", other_weights="")
+    response = client_for(alice).post(LAUNCH_URL, data)
+    assert response.status_code == 200
+    assert response.context["form"].errors["other_checkpoint_ids"] == [
+        "merge: give other_checkpoint_ids or other_run_iterations (the models merged with the parent)"]
+    assert not Long2ShortVariant.objects.exists()
 
 
 def test_the_launch_form_offers_only_the_current_projects_runs(client_for, charlie, run):

@@ -215,6 +215,24 @@ def test_launch_attaches_cross_field_errors_to_their_field(client_for, alice, pr
     assert not RLRun.objects.exists()
 
 
+def test_launch_refuses_an_empty_prompt_set_as_the_api_does(client_for, alice, project):
+    from webapp.prompts.models import PromptSet
+
+    empty = PromptSet.objects.create(project=project, name="empty")
+    response = client_for(alice).post(reverse("run-launch"), launch_data(empty))
+    assert response.status_code == 200
+    assert response.context["form"].errors["prompt_set"] == [
+        "prompt set 'empty' has no prompts: upload prompts to it (or choose another set) before launching a run"]
+    assert not RLRun.objects.exists()
+
+
+def test_launch_refuses_periodic_evaluation_without_a_suite(client_for, alice, prompt_set):
+    response = client_for(alice).post(reverse("run-launch"), launch_data(prompt_set, evaluate_every_iterations=5))
+    assert response.status_code == 200
+    assert "choose an evaluation_suite" in response.context["form"].errors["evaluate_every_iterations"][0]
+    assert not RLRun.objects.exists()
+
+
 def test_launch_refuses_a_prompt_set_of_another_project(client_for, alice, charlie, project):
     foreign = Project.objects.create(name="Other", slug="other")
     foreign.add_member(charlie)

@@ -69,6 +69,15 @@ def test_suite_form_attaches_each_error_to_its_row_and_field(client_for, alice, 
     assert not BenchmarkSuite.objects.exists()
 
 
+def test_suite_form_refuses_several_greedy_samples_on_the_temperature_field(client_for, alice, project):
+    entries = [{"benchmark": "aime24", "samples_per_problem": 8}]
+    response = client_for(alice).post(reverse("suite-create"), suite_post("aime", entries))
+    assert response.status_code == 200
+    reason = response.context["formset"].forms[0].errors["temperature"][0]
+    assert reason.startswith("0 is greedy decoding, so the 8 samples per problem would be identical")
+    assert not BenchmarkSuite.objects.exists()
+
+
 def test_suite_form_refuses_a_benchmark_listed_twice_on_the_repeated_row(client_for, alice, project):
     entries = [{"benchmark": "math500"}, {"benchmark": "aime24"}, {"benchmark": "math500", "max_tokens": 10}]
     response = client_for(alice).post(reverse("suite-create"), suite_post("twice", entries))
@@ -95,11 +104,13 @@ def test_unused_suite_is_edited_in_place_with_rows_removed_and_added(client_for,
     edit = reverse("suite-edit", kwargs={"pk": suite.pk})
     form = client_for(alice).get(edit).context["formset"]
     assert form.forms[0]["benchmark"].value() == "math500" and form.forms[0]["max_tokens"].value() == 512
-    entries = [{"benchmark": "math500", "max_tokens": 512}, {"benchmark": "amc23", "samples_per_problem": 4}]
+    entries = [{"benchmark": "math500", "max_tokens": 512},
+               {"benchmark": "amc23", "samples_per_problem": 4, "temperature": 0.6}]
     response = client_for(alice).post(edit, suite_post("math v2", entries, initial=1, deleted=(0,)))
     assert response.status_code == 302
     suite.refresh_from_db()
-    assert (suite.name, suite.benchmarks) == ("math v2", resolved({"benchmark": "amc23", "samples_per_problem": 4}))
+    assert (suite.name, suite.benchmarks) == ("math v2", resolved({"benchmark": "amc23", "samples_per_problem": 4,
+                                                                   "temperature": 0.6}))
     assert BenchmarkSuite.objects.count() == 1
 
 

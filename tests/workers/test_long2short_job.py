@@ -120,6 +120,7 @@ def test_a_merge_refuses_a_checkpoint_of_another_project(finished_run, alice):
 
 
 def test_a_merge_without_other_models_is_refused(finished_run):
+    """The worker's own guard, for a row made without the API or the form (both refuse it at creation)."""
     variant = variant_of(finished_run, method="merge")
     assert execute_job("long2short", variant.pk, run_long2short_job) == JobStatus.FAILED
     variant.refresh_from_db()

@@ -27,7 +27,7 @@ import torch
 from training.hybrid import memory
 from training.hybrid.process import ServerSettings, VllmProcess, VllmProcessDied
 from training.rollout.base import Completion, RolloutRequest, SamplingSettings
-from training.rollout.vllm_engine import UPDATE_BUCKET_BYTES, weight_buckets
+from training.rollout.vllm_engine import UPDATE_BUCKET_BYTES, vllm_dtype, weight_buckets
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ class HybridRolloutEngine:
         # With a sidecar socket the sidecar starts each server (a crash restart = a new connection).
         self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank, sidecar_socket)
         self.model = None  # the model last handed over: its weights are re-sent after a crash
+        # What holds the training memory: a trainer with offload_to_cpu()/onload() (megatron), else the model.
+        self.trainer = None
         self.trainer_device: torch.device | None = None  # where the offloaded trainer goes back to
         self.sleeping = False
         self.weights_loaded = False  # the server holds the current model's weights
@@ -85,7 +87,7 @@ class HybridRolloutEngine:
         """Offload the trainer, wake (or start) vLLM, and hand it `model`'s weights in memory."""
         self.model = model
         with self.phase("offload"):
-            moved_from = memory.offload(model)
+            moved_from = memory.offload(self.memory_holder)
             self.trainer_device = moved_from or self.trainer_device
         self.weights_loaded = False  # new weights to send
         self._ensure_ready()
@@ -101,7 +103,7 @@ class HybridRolloutEngine:
                 self.weights_loaded = False
         with self.phase("onload"):
             if self.model is not None:
-                memory.onload(self.model, self.trainer_device)
+                memory.onload(self.memory_holder, self.trainer_device)
 
     def take_phase_seconds(self) -> dict[str, float]:
         """Seconds per phase since the last call (plus restarts, the switch sums and transfer rate); resets them."""
@@ -122,8 +124,12 @@ class HybridRolloutEngine:
         """Stop the server and give the trainer its memory back."""
         self.server.stop()
         if self.model is not None:
-            memory.onload(self.model, self.trainer_device)
+            memory.onload(self.memory_holder, self.trainer_device)
             self.model = None
+
+    @property
+    def memory_holder(self):
+        return self.trainer if self.trainer is not None else self.model
 
     def _ensure_ready(self) -> None:
         """A started, awake, healthy server holding the latest weights: restart it after a crash."""
@@ -174,8 +180,12 @@ class HybridRolloutEngine:
         self.weights_loaded = True
 
 
-def build(model, tokenizer, model_path: str, config) -> HybridRolloutEngine:
-    """A hybrid engine over the saved `model_path`, serving `model`'s current weights (the trainer offloaded)."""
+def build(model, tokenizer, model_path: str, config, trainer=None) -> HybridRolloutEngine:
+    """A hybrid engine over the saved `model_path`, serving `model`'s current weights (the trainer offloaded).
+
+    A `trainer` with offload_to_cpu()/onload() (megatron: its weights, gradients and optimizer live apart
+    from `model`, a host copy) has its memory offloaded instead of `model`'s.
+    """
     from training import distributed
     from training.models.loading import is_vision_language
 
@@ -185,8 +195,10 @@ def build(model, tokenizer, model_path: str, config) -> HybridRolloutEngine:
         model_dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
         release=getattr(config, "hybrid_release", "restart"), vision=is_vision_language(model.config),
+        dtype=vllm_dtype(config),
     )
     engine = HybridRolloutEngine(settings, local_rank=context.local_rank if context.world_size > 1 else None,
                                  sidecar_socket=getattr(config, "vllm_sidecar_socket", None))
+    engine.trainer = trainer if hasattr(trainer, "offload_to_cpu") else None
     engine.update_weights(model)
     return engine

@@ -2,7 +2,7 @@
 
 A model object with its own `offload_to_cpu()` and `onload()` methods (a trainer that also holds
 optimizer state between iterations, such as a Megatron distributed optimizer) handles its own memory.
-Otherwise the parameters, their gradients and the buffers of the torch module move; the Parameter
+Otherwise the parameters and buffers of the torch module move (gradients are dropped); the Parameter
 objects stay the same, so optimizers and DDP keep their references. On the CPU both are no-ops.
 """
 
@@ -18,11 +18,11 @@ def module_device(model) -> torch.device:
 
 @torch.no_grad()
 def move_module(model: torch.nn.Module, device: torch.device) -> None:
-    """Move parameters, gradients and buffers to `device` in place (same Parameter objects)."""
+    """Move parameters and buffers to `device` in place (same Parameter objects); gradients are dropped
+    (every training step starts from cleared ones)."""
     for parameter in model.parameters():
         parameter.data = parameter.data.to(device, non_blocking=True)
-        if parameter.grad is not None:
-            parameter.grad = parameter.grad.to(device, non_blocking=True)
+        parameter.grad = None
     for module in model.modules():
         for name, buffer in module.named_buffers(recurse=False):
             module._buffers[name] = buffer.to(device, non_blocking=True)

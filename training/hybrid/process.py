@@ -41,6 +41,7 @@ class ServerSettings:
     model_path: str
     eos_id: int
     model_dtype: str = "float32"  # the trainer's dtype; vLLM samples in it on CPU
+    dtype: str | None = None  # vLLM's dtype, overriding the choice made from model_dtype
     seed: int = 0
     max_model_len: int | None = None
     kv_cache_memory_bytes: int | None = None

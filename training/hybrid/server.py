@@ -29,7 +29,8 @@ class ServedEngine(VllmRolloutEngine):
 
         super().__init__(
             settings["model_path"], settings["eos_id"],
-            model_dtype=getattr(torch, settings.get("model_dtype", "float32")), seed=settings.get("seed", 0), max_model_len=settings.get("max_model_len"),
+            model_dtype=getattr(torch, settings.get("model_dtype", "float32")), dtype=settings.get("dtype"),
+            seed=settings.get("seed", 0), max_model_len=settings.get("max_model_len"),
             kv_cache_memory_bytes=settings.get("kv_cache_memory_bytes"),
             gpu_memory_utilization=settings.get("gpu_memory_utilization", 0.4),
             update_bucket_bytes=0,  # the manager cuts the buckets

@@ -120,12 +120,13 @@ def build_gpt_model(hf_config, layout: ParallelLayout, dtype: torch.dtype = torc
         raise ValueError(f"pipeline_parallel_size {layout.pipeline_parallel_size} must divide the model's "
                          f"num_hidden_layers ({shape.layers})")
     config = transformer_config(hf_config, layout.tensor_parallel_size, layout.pipeline_parallel_size, dtype)
-    return GPTModel(
+    model = GPTModel(
         config, get_gpt_layer_local_spec(normalization="RMSNorm"),
         vocab_size=padded_vocab_size(shape.vocab, layout.tensor_parallel_size),
         max_sequence_length=hf_config.max_position_embeddings, pre_process=layout.first_stage,
         post_process=layout.last_stage, parallel_output=True, share_embeddings_and_output_weights=shape.tied,
         position_embedding_type="rope", rotary_base=rope_theta(hf_config))
+    return model.to(torch.cuda.current_device())  # the local spec's norms are created on the host
 
 
 def stage_first_layer(model) -> int:

@@ -16,7 +16,8 @@ def local_state(model) -> dict[str, torch.Tensor]:
 
 
 def gather_tensor_parallel(state: dict[str, torch.Tensor], layout: ParallelLayout) -> dict[str, torch.Tensor]:
-    """Every tensor-parallel rank's part of this stage, merged (tensor by tensor, with all_gather)."""
+    """Every tensor-parallel rank's part of this stage, merged on the host (tensor by tensor, with all_gather:
+    the device holds one tensor's parts at a time)."""
     from megatron.core import parallel_state
 
     if layout.tensor_parallel_size == 1:
@@ -27,20 +28,37 @@ def gather_tensor_parallel(state: dict[str, torch.Tensor], layout: ParallelLayou
         parts = [torch.empty_like(state[name]) for _ in range(layout.tensor_parallel_size)]
         dist.all_gather(parts, state[name].contiguous(), group=group)
         for rank, part in enumerate(parts):
-            shards[rank][name] = part
+            shards[rank][name] = part.cpu()
     return merge_tensor_parallel(shards)
 
 
 def gather_pipeline_stages(stage: dict[str, torch.Tensor], first_layer: int, layout: ParallelLayout,
-                           tied: bool) -> dict[str, torch.Tensor]:
-    """Every stage's state dict, on the CPU, joined into the whole Megatron state dict."""
+                           tied: bool, device: torch.device) -> dict[str, torch.Tensor]:
+    """Every stage's state dict, on the host, joined into the whole Megatron state dict.
+
+    Each stage broadcasts its tensors one at a time over the pipeline group (the names, shapes and dtypes go
+    first, as small objects), so a device holds one tensor of another stage at a time. `device`: where the
+    group's collectives run (the model's device).
+    """
     from megatron.core import parallel_state
 
-    cpu_stage = {name: tensor.cpu() for name, tensor in stage.items()}
     if layout.pipeline_parallel_size == 1:
-        return cpu_stage
-    stages: list = [None] * layout.pipeline_parallel_size
-    dist.all_gather_object(stages, (first_layer, cpu_stage), group=parallel_state.get_pipeline_model_parallel_group())
+        return {name: tensor.cpu() for name, tensor in stage.items()}
+    group = parallel_state.get_pipeline_model_parallel_group()
+    ranks = dist.get_process_group_ranks(group)
+    headers: list = [None] * layout.pipeline_parallel_size
+    specs = {name: (tuple(tensor.shape), tensor.dtype) for name, tensor in stage.items()}
+    dist.all_gather_object(headers, (first_layer, specs), group=group)
+    stages = []
+    for stage_rank, (stage_first, stage_specs) in enumerate(headers):
+        tensors = {}
+        for name in sorted(stage_specs):
+            shape, dtype = stage_specs[name]
+            mine = stage_rank == layout.pipeline_rank
+            tensor = stage[name].to(device).contiguous() if mine else torch.empty(shape, dtype=dtype, device=device)
+            dist.broadcast(tensor, src=ranks[stage_rank], group=group)
+            tensors[name] = tensor.cpu()
+        stages.append((stage_first, tensors))
     return join_pipeline_stages(stages, tied)
 
 
@@ -48,5 +66,6 @@ def gather_hf_state_dict(model, hf_config, layout: ParallelLayout) -> dict[str, 
     """The whole model in Hugging Face names and shapes, on the CPU; every rank of the model-parallel group calls it."""
     shape = ModelShape.from_hf_config(hf_config)
     stage = gather_tensor_parallel(local_state(model), layout)
-    whole = gather_pipeline_stages(stage, stage_first_layer(model), layout, shape.tied)
+    device = next(model.parameters()).device
+    whole = gather_pipeline_stages(stage, stage_first_layer(model), layout, shape.tied, device)
     return {name: tensor.cpu() for name, tensor in megatron_to_hf(whole, shape).items()}

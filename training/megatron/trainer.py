@@ -17,13 +17,17 @@ from training.batch import PolicyBatch
 from training.losses import compute_policy_loss
 from training.megatron.batching import equal_micro_batches, union_over_model_parallel_ranks
 from training.megatron.logprobs import logprobs_from_sharded_logits
+from training.megatron.memory import TrainerMemory, clear_adam_state
 from training.megatron.model import build_gpt_model, causal_inputs, init_parallel, load_hf_state_dict
 from training.megatron.state import gather_hf_state_dict
 
 
-def training_dtype() -> torch.dtype:
-    """bfloat16 weights (fp32 main copies in the optimizer) where the GPU supports it, else float32."""
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+def training_dtype(precision: str = "auto") -> torch.dtype:
+    """The weights' dtype for the `megatron_precision` knob; auto: bfloat16 (with fp32 main copies in the
+    optimizer) where the GPU supports it, else float32."""
+    if precision == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    return {"bf16": torch.bfloat16, "fp32": torch.float32}[precision]
 
 
 class MegatronTrainer:
@@ -35,7 +39,7 @@ class MegatronTrainer:
         self.config, self.model = config, model  # the Hugging Face copy, on the CPU
         self.layout = init_parallel(config.tensor_parallel_size, config.pipeline_parallel_size, config.seed)
         self.device = torch.cuda.current_device()
-        dtype = training_dtype()
+        dtype = training_dtype(config.megatron_precision)
         self.gpt = build_gpt_model(model.config, self.layout, dtype)
         load_hf_state_dict(self.gpt, model.state_dict(), model.config, self.layout)
         self.vocab_size = model.config.vocab_size
@@ -48,6 +52,7 @@ class MegatronTrainer:
             optimizer="adam", lr=config.learning_rate, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999,
             adam_eps=1e-8, clip_grad=config.max_grad_norm, bf16=dtype == torch.bfloat16, params_dtype=dtype,
             use_distributed_optimizer=True), [self.ddp])
+        self.memory = TrainerMemory(self.ddp, self.optimizer)
 
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch from a freshly reset optimizer; metrics of the whole batch.
@@ -55,11 +60,12 @@ class MegatronTrainer:
         Every rank passes its own groups (None when it has none); the ranks of one model-parallel group
         train on the union of theirs, and the loss is the mean over all groups of all ranks.
         """
+        self.onload()
         batch, rewards = union_over_model_parallel_ranks(batch, rewards)
         total_groups = int(self._sum_over_replicas({"groups": float(batch.groups if batch else 0)},
                                                    every_rank=True)["groups"])
         ref_sequence, ref_tokens = self._logprobs(batch) if batch else (None, None)
-        self._reset_optimizer()
+        clear_adam_state(self.optimizer)  # each iteration starts from a fresh optimizer
         self.ddp.train()
         losses, grad_norms = [], []
         for _ in range(self.config.gradient_steps_per_iteration):
@@ -77,18 +83,23 @@ class MegatronTrainer:
 
     def hf_state_dict(self) -> dict[str, torch.Tensor]:
         """The whole policy in Hugging Face layout, on the CPU (every rank must call it)."""
+        self.onload()
         return gather_hf_state_dict(self.gpt, self.model.config, self.layout)
+
+    def offload_to_cpu(self) -> None:
+        """Free the device memory the trainer holds between updates (hybrid rollouts run meanwhile)."""
+        self.memory.offload()
+
+    def onload(self) -> None:
+        """Bring the weights back onto the device (a no-op unless offloaded)."""
+        self.memory.onload()
 
     def reload_from_model(self) -> None:
         """Take the Hugging Face copy's weights (after a warm-up SFT on it) into the GPT model and the optimizer."""
+        self.onload()
         load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout)
         for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
             optimizer.reload_model_params()
-
-    def _reset_optimizer(self) -> None:
-        """Forget Adam's moments and step counts: each iteration starts from a fresh optimizer."""
-        for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
-            optimizer.optimizer.state.clear()
 
     def _run(self, batch, ref_sequence, rewards, total_groups: int, forward_only: bool = False,
              collect=None) -> list[float]:

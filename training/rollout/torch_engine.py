@@ -108,6 +108,6 @@ class TorchRolloutEngine:
         return Completion(tuple(tokens[:limit]), tuple(scores[:limit]), FINISH_LENGTH)
 
 
-def build(model, tokenizer, model_path: str, config) -> TorchRolloutEngine:
+def build(model, tokenizer, model_path: str, config, trainer=None) -> TorchRolloutEngine:
     """An engine over `model`; a vision-language model also gets its image processor from model_path."""
     return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path))

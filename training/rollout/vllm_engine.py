@@ -70,6 +70,12 @@ def require_vision_support() -> None:
         ) from error
 
 
+def vllm_dtype(config) -> str | None:
+    """The config's rollout_dtype for vLLM (None: chosen from the trainer's dtype)."""
+    chosen = getattr(config, "rollout_dtype", "auto")
+    return None if chosen == "auto" else chosen
+
+
 def _engine_dtype(model_dtype: torch.dtype, on_cpu: bool) -> str:
     """The trainer's dtype on CPU; on accelerators a float32 trainer samples in vLLM's 16-bit choice."""
     if model_dtype == torch.float32 and not on_cpu:
@@ -254,14 +260,14 @@ def weight_buckets(state_dict: dict[str, torch.Tensor], dtype: torch.dtype, buck
         yield bucket
 
 
-def build(model, tokenizer, model_path: str, config) -> VllmRolloutEngine:
+def build(model, tokenizer, model_path: str, config, trainer=None) -> VllmRolloutEngine:
     """An engine over the saved `model_path`, then serving `model`'s current (in-memory) weights."""
     from training.models.loading import is_vision_language
 
     engine = VllmRolloutEngine(
         model_path, tokenizer.eos_token_id, model_dtype=next(model.parameters()).dtype,
         seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
-        vision=is_vision_language(model.config),
+        vision=is_vision_language(model.config), dtype=vllm_dtype(config),
     )
     engine.update_weights(model)
     return engine

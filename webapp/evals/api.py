@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
@@ -14,7 +16,9 @@ from common.knobs import ConfigError, config_to_dict
 from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
 from webapp.configs import as_validation_error
-from webapp.api_base import CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field
+from webapp.api_base import (
+    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+)
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, SampleResult
 from webapp.evals.services import launch_evaluation
 from webapp.evals.table_renderers import (
@@ -26,31 +30,67 @@ from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint
 
 
+def patched_benchmarks(stored: list, given: Any) -> Any:
+    """A PATCH's benchmark list: each entry keeps the stored settings of the same benchmark that it omits."""
+    if not isinstance(given, list):
+        return given
+    by_name = {entry.get("benchmark"): entry for entry in stored if isinstance(entry, dict)}
+    return [{**by_name.get(entry.get("benchmark"), {}), **entry} if isinstance(entry, dict) else entry
+            for entry in given]
+
+
 class BenchmarkSuiteSerializer(ProjectScopedSerializer):
     benchmarks = serializers.JSONField(help_text="Ordered list of {benchmark, samples_per_problem, max_tokens, "
-                                                 "temperature, top_p, limit}.")
+                                                 "temperature, top_p, limit}. In a PATCH, an entry keeps the "
+                                                 "stored settings of its benchmark that it omits.")
 
     class Meta:
         model = BenchmarkSuite
         fields = ("id", "project", "name", "description", "benchmarks", "created_at")
 
-    def validate_benchmarks(self, value):
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "benchmarks" in attrs:
+            attrs["benchmarks"] = self.resolved_benchmarks(attrs["benchmarks"])
+        return attrs
+
+    def resolved_benchmarks(self, entries: Any) -> list[dict]:
+        """Entries validated with defaults filled in; errors keyed "benchmarks[i].field", one level deep."""
+        if self.partial and self.instance is not None:
+            entries = patched_benchmarks(self.instance.benchmarks, entries)
         try:
-            return [config_to_dict(settings) for settings in parse_suite(value)]
+            return [config_to_dict(settings) for settings in parse_suite(entries)]
         except ConfigError as error:
             raise as_validation_error(error) from None
 
 
+def refuse_changing_a_used_suite(suite: BenchmarkSuite, changes: dict) -> None:
+    """409 when the benchmarks of a suite that evaluations or runs use would change (name, description may)."""
+    if "benchmarks" not in changes or changes["benchmarks"] == suite.benchmarks:
+        return
+    if usage := suite.usage():
+        raise Conflict(f"suite '{suite.name}' is used by {usage}, so its benchmarks stay as they are and earlier "
+                       f"scores stay comparable: create a new suite with your changes (POST /api/suites/)")
+
+
 class BenchmarkSuiteViewSet(ScopedViewSet):
+    """Benchmark suites; the benchmarks of a suite in use cannot change (409), its name and description can."""
+
     queryset = BenchmarkSuite.objects.all()
     serializer_class = BenchmarkSuiteSerializer
     filterset_fields = ("project",)
 
+    def perform_update(self, serializer):
+        refuse_changing_a_used_suite(serializer.instance, serializer.validated_data)
+        super().perform_update(serializer)
+
 
 def checkpoint_or_model_error(checkpoint, model: str) -> str | None:
     """An evaluation names exactly one of a checkpoint and a model (shared by this API and the page form)."""
-    if (checkpoint is None) == (not model):
-        return "give either a checkpoint or a model, not both"
+    if checkpoint is None and not model:
+        return "give a checkpoint or a model to evaluate (a preset such as 'tiny', a local folder or a hub id)"
+    if checkpoint is not None and model:
+        return "give a checkpoint or a model, not both"
     return None
 
 

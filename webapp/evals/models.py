@@ -27,6 +27,12 @@ class BenchmarkSuite(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def usage(self) -> str:
+        """'2 evaluations and 1 run' referring to the suite, '' when none does; a used suite keeps its benchmarks
+        so earlier scores stay comparable."""
+        counts = ((self.eval_runs.count(), "evaluation"), (self.rl_runs.count(), "run"))
+        return " and ".join(f"{count} {noun}{'s' if count > 1 else ''}" for count, noun in counts if count)
+
 
 class EvalRun(Job):
     """A checkpoint, or a model by name, evaluated on a suite."""

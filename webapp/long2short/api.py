@@ -6,12 +6,12 @@ from rest_framework import serializers
 
 from training.config import LONG2SHORT_CONFIGS
 from webapp.api_base import (
-    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, patched_settings, visible_field,
 )
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
-from webapp.long2short.services import launch_variant
+from webapp.long2short.services import launch_variant, variant_parameter_errors
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
 
@@ -37,11 +37,21 @@ class Long2ShortVariantSerializer(ProjectScopedSerializer):
             raise serializers.ValidationError({"parent_run": "give a parent run or a parent checkpoint"})
         if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"name"}:
             raise serializers.ValidationError({"status": "a variant can change only while queued"})
+        attrs["parameters"] = self.resolved_parameters(attrs, current("method"), current("project"))
+        return attrs
+
+    def resolved_parameters(self, attrs, method: str, project) -> dict:
+        """The method's settings with defaults filled in (a PATCH of the same method keeps the stored ones it
+        omits), refused naming `parameters` and the knob when they are invalid or can never run."""
+        stored = self.instance.parameters if self.instance is not None and self.instance.method == method else None
+        given = attrs["parameters"] if "parameters" in attrs else stored
         try:
-            attrs["parameters"] = resolve_config(LONG2SHORT_CONFIGS[current("method")], current("parameters", {}))
+            parameters = resolve_config(LONG2SHORT_CONFIGS[method], patched_settings(self, stored, given) or {})
         except serializers.ValidationError as error:
             raise serializers.ValidationError({"parameters": error.detail}) from None
-        return attrs
+        if errors := variant_parameter_errors(project, method, parameters):
+            raise serializers.ValidationError({"parameters": {name: [reason] for name, reason in errors.items()}})
+        return parameters
 
     def create(self, validated_data):
         return launch_variant(owner=self.context["request"].user, **validated_data)

@@ -62,14 +62,21 @@ def id_list(text: str | None, field: str) -> list[int]:
     return list(dict.fromkeys(int(part) for part in parts))
 
 
+def merge_sources_error(checkpoint_ids: str | None, run_iterations: str | None) -> str | None:
+    """A merge needs other models than its parent: checked when a variant is created and again on the worker."""
+    if any(part.strip() for text in (checkpoint_ids, run_iterations) for part in str(text or "").split(",")):
+        return None
+    return "merge: give other_checkpoint_ids or other_run_iterations (the models merged with the parent)"
+
+
 def merge_checkpoints(variant: Long2ShortVariant, checkpoint_ids: str | None,
                       run_iterations: str | None) -> list[Checkpoint]:
     """The checkpoints merged with the parent: MergeConfig's `other_checkpoint_ids` (same project), then the
     source run's checkpoints at `other_run_iterations`; a missing one is refused naming it."""
     ids = id_list(checkpoint_ids, "other_checkpoint_ids")
     iterations = id_list(run_iterations, "other_run_iterations")
-    if not ids and not iterations:
-        raise ValueError("merge: give other_checkpoint_ids or other_run_iterations (the models merged with the parent)")
+    if error := merge_sources_error(checkpoint_ids, run_iterations):
+        raise ValueError(error)
     found = {checkpoint.pk: checkpoint for checkpoint in Checkpoint.objects.filter(project=variant.project_id,
                                                                                    pk__in=ids)}
     if missing := [str(pk) for pk in ids if pk not in found]:

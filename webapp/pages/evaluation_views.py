@@ -95,11 +95,6 @@ def evaluation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return cancel_job(request, EvalRun.objects, pk, "evaluation-detail")
 
 
-def suite_in_use(suite: BenchmarkSuite) -> bool:
-    """A suite that evaluations or runs refer to is kept as it is, so their scores stay comparable."""
-    return suite.eval_runs.exists() or suite.rl_runs.exists()
-
-
 def suite_copy_initial(request: HttpRequest) -> tuple[dict, list[dict]]:
     """Form and row initial values from ?copy=<suite id> (a visible suite), else empty."""
     copy_id = request.GET.get("copy", "")
@@ -145,7 +140,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
 def suite_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit a suite in place while nothing uses it; once used, changes are saved as a new suite."""
     suite = get_object_or_404(BenchmarkSuite.objects.visible_to(request.user).select_related("project"), pk=pk)
-    if suite_in_use(suite):
+    if suite.usage():
         messages.info(request, f"Suite {suite.name} is used by evaluations or runs, so it stays as it is: "
                                f"your changes are saved as a new suite.")
         return redirect(f"{reverse('suite-create')}?copy={suite.pk}")

@@ -6,13 +6,14 @@ from typing import Any
 
 from django import forms
 
-from common.knobs import ConfigError, describe_knobs, parse_config
+from common.knobs import ConfigError, config_to_dict, describe_knobs, parse_config
 from evaluation.datasets.prompt_import import PromptImportConfig
 from training.config import RLConfig
 from webapp.evals.models import BenchmarkSuite
 from common.prompt_files import guess_format
 from webapp.prompts.models import PromptSet
 from webapp.prompts.services import prompt_set_name_error
+from webapp.runs.services import run_launch_errors
 
 PROMPT_FILE_HELP = (
     "JSONL (one JSON object per line) or CSV with a header. Fields: problem (required), answer or "
@@ -135,6 +136,11 @@ class RunLaunchForm(KnobFormMixin, forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         self.parse_knobs()
+        if self.config is not None and cleaned.get("prompt_set") is not None:
+            errors = run_launch_errors(cleaned["prompt_set"], cleaned.get("evaluation_suite"),
+                                       config_to_dict(self.config))
+            for name, reason in errors.items():
+                self.add_error(name, reason)
         return cleaned
 
 

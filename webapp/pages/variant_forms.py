@@ -6,10 +6,11 @@ from typing import Any
 
 from django import forms
 
+from common.knobs import config_to_dict
 from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortMethod
-from webapp.pages.compare_data import parse_id_list
+from webapp.long2short.services import variant_parameter_errors
 from webapp.pages.forms import KnobFormMixin
 from webapp.runs.models import Checkpoint, RLRun
 
@@ -65,18 +66,12 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
         if run is not None and checkpoint is not None and checkpoint.run_id != run.pk:
             self.add_error("parent_checkpoint", f"Checkpoint {checkpoint.pk} is not one of run {run.name}'s.")
         self.parse_knobs()
-        if "other_checkpoint_ids" in self.fields and not self.has_error("other_checkpoint_ids"):
-            self.check_other_checkpoints(cleaned.get("other_checkpoint_ids") or "")
+        if self.config is not None:
+            self.check_method_settings()
         return cleaned
 
-    def check_other_checkpoints(self, text: str) -> None:
-        """Merging: every listed checkpoint must exist in this project."""
-        try:
-            ids = parse_id_list(text)
-        except ValueError as error:
-            self.add_error("other_checkpoint_ids", str(error))
-            return
-        found = set(Checkpoint.objects.filter(project=self.project, pk__in=ids).values_list("pk", flat=True))
-        missing = [pk for pk in ids if pk not in found]
-        if missing:
-            self.add_error("other_checkpoint_ids", f"Checkpoint {missing[0]} is not in this project.")
+    def check_method_settings(self) -> None:
+        """Settings that can never run (a merge with nothing to merge...), checked as the API checks them."""
+        method = self.fields["method"].initial
+        for name, reason in variant_parameter_errors(self.project, method, config_to_dict(self.config)).items():
+            self.add_error(name if name in self.fields else None, reason)

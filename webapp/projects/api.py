@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from webapp.api_base import ScopedViewSet
+from webapp.api_base import ScopedViewSet, StrictModelSerializer, StrictSerializer
 from webapp.projects.models import Membership, Project
 
 
@@ -21,7 +21,7 @@ class MembershipSerializer(serializers.ModelSerializer):
         fields = ("username", "role", "joined_at")
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(StrictModelSerializer):
     memberships = MembershipSerializer(many=True, read_only=True)
 
     class Meta:
@@ -35,7 +35,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         return project
 
 
-class AddMemberSerializer(serializers.Serializer):
+class AddMemberSerializer(StrictSerializer):
     username = serializers.CharField()
     role = serializers.ChoiceField(choices=Membership.ROLES, default="member")
 

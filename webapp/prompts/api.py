@@ -13,7 +13,9 @@ from django.shortcuts import get_object_or_404
 
 from common.knobs import describe_knobs
 from evaluation.datasets.prompt_import import PromptImportConfig
-from webapp.api_base import ProjectScopedSerializer, ScopedViewSet, visible_field
+from webapp.api_base import (
+    ProjectScopedSerializer, ScopedViewSet, StrictModelSerializer, StrictSerializer, visible_field,
+)
 from webapp.configs import resolve_config
 from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
 from webapp.projects.models import Project
@@ -59,7 +61,7 @@ class PromptSetSerializer(ProjectScopedSerializer):
         return super().update(instance, validated_data)
 
 
-class UploadSerializer(serializers.Serializer):
+class UploadSerializer(StrictSerializer):
     file = serializers.FileField(help_text="JSONL or CSV of prompts, appended to the set.")
     format = serializers.ChoiceField(choices=("jsonl", "csv"), required=False)
 
@@ -67,7 +69,7 @@ class UploadSerializer(serializers.Serializer):
 IMPORT_CONFIG_HELP = "; ".join(f"{knob['name']}: {knob['help']}" for knob in describe_knobs(PromptImportConfig))
 
 
-class PromptSetImportSerializer(serializers.ModelSerializer):
+class PromptSetImportSerializer(StrictModelSerializer):
     """A queued import of a dataset as a new prompt set; `config` is a PromptImportConfig (defaults filled in)."""
 
     project = visible_field(Project, help_text="Project id (you must be a member).")
@@ -128,7 +130,7 @@ class PromptSetViewSet(ScopedViewSet):
         return Response(PromptSetImportSerializer(job).data)
 
 
-class PromptSerializer(serializers.ModelSerializer):
+class PromptSerializer(StrictModelSerializer):
     prompt_set = visible_field(PromptSet)
 
     class Meta:

@@ -9,14 +9,17 @@ from rest_framework.response import Response
 
 from training.config import RLConfig
 from webapp.api_base import (
-    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, patched_settings,
+    visible_field,
 )
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.jobs import JobStatus
 from webapp.prompts.models import PromptSet
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
-from webapp.runs.services import launch_run, resume_run
+from webapp.runs.services import (
+    directory_size, launch_run, registered_path_error, resume_run, run_launch_errors,
+)
 
 JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "traceback",
               "created_at", "started_at", "finished_at")
@@ -26,7 +29,8 @@ class RLRunSerializer(ProjectScopedSerializer):
     same_project_fields = ("prompt_set", "evaluation_suite")
     prompt_set = visible_field(PromptSet)
     evaluation_suite = visible_field(BenchmarkSuite, required=False, allow_null=True)
-    config = serializers.JSONField(required=False, help_text="RL knobs; omitted ones take their defaults.")
+    config = serializers.JSONField(required=False, help_text="RL knobs; omitted ones take their defaults (in a "
+                                                             "PATCH, their stored values).")
     owner = serializers.StringRelatedField()
 
     class Meta:
@@ -36,17 +40,32 @@ class RLRunSerializer(ProjectScopedSerializer):
         read_only_fields = ("current_iteration", "total_iterations", *JOB_FIELDS)
 
     def validate_config(self, value):
-        return resolve_config(RLConfig, value)
+        """POST and PUT: omitted knobs take their defaults; PATCH: the given knobs change, the others stay."""
+        stored = self.instance.config if self.instance is not None else None
+        return resolve_config(RLConfig, patched_settings(self, stored, value))
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
         frozen = {"config", "prompt_set", "evaluation_suite"} & attrs.keys()
         if self.instance is not None and frozen and self.instance.status != JobStatus.QUEUED:
             raise serializers.ValidationError({name: "can change only while the run is queued" for name in frozen})
+        if self.instance is None:
+            attrs.setdefault("config", resolve_config(RLConfig, {}))
+        if self.instance is None or frozen:
+            self.check_launch_settings(attrs)
         return attrs
 
+    def check_launch_settings(self, attrs) -> None:
+        """Refuse what passes every knob's check but can never run (an empty prompt set...), naming the field."""
+        current = {name: attrs[name] if name in attrs else getattr(self.instance, name, None)
+                   for name in ("prompt_set", "evaluation_suite", "config")}
+        errors = run_launch_errors(current["prompt_set"], current["evaluation_suite"], current["config"])
+        knobs = {name: [reason] for name, reason in errors.items() if name in current["config"]}
+        fields = {name: [reason] for name, reason in errors.items() if name not in knobs}
+        if knobs or fields:
+            raise serializers.ValidationError(fields | ({"config": knobs} if knobs else {}))
+
     def create(self, validated_data):
-        validated_data.setdefault("config", resolve_config(RLConfig, {}))
         return launch_run(owner=self.context["request"].user, **validated_data)
 
     def update(self, instance, validated_data):
@@ -126,18 +145,47 @@ class TrainingSampleViewSet(ReadOnlyScopedViewSet):
 
 
 class CheckpointSerializer(ProjectScopedSerializer):
-    same_project_fields = ("run", "variant")
-    run = visible_field(RLRun, required=False, allow_null=True)
+    """A checkpoint registered by path (an outside model to evaluate); runs' and variants' are written by workers."""
+
+    read_only_reasons = {**ProjectScopedSerializer.read_only_reasons,
+                         "run": "a run's checkpoints are saved by its worker",
+                         "variant": "a variant's checkpoints are saved by its worker",
+                         "size_bytes": "measured from the path"}
 
     class Meta:
         model = Checkpoint
         fields = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "created_at")
-        read_only_fields = ("variant",)
+        read_only_fields = ("run", "variant", "size_bytes")
+        extra_kwargs = {"path": {"help_text": "Absolute path of the checkpoint's directory (Hugging Face layout) "
+                                              "on storage the web server shares with the workers."}}
+
+    def validate_path(self, value: str) -> str:
+        value = value.strip()
+        if error := registered_path_error(value):
+            raise serializers.ValidationError(error)
+        return value
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "path" in attrs:
+            attrs["size_bytes"] = directory_size(attrs["path"])
+        return attrs
+
+
+def refuse_changing_a_worker_checkpoint(checkpoint: Checkpoint) -> None:
+    """409 for a checkpoint its run's or variant's worker wrote: its row describes files the worker saved."""
+    if checkpoint.written_by_worker:
+        raise Conflict(f"checkpoint {checkpoint.pk} ({checkpoint}) was saved by a worker and cannot be changed; "
+                       "register another directory with POST /api/checkpoints/")
 
 
 class CheckpointViewSet(ScopedViewSet):
-    """Checkpoints; registering one by path lets an outside model be evaluated."""
+    """Checkpoints; registering one by path lets an outside model be evaluated. Workers' checkpoints are fixed."""
 
     queryset = Checkpoint.objects.select_related("run", "variant")
     serializer_class = CheckpointSerializer
     filterset_fields = ("project", "run", "variant")
+
+    def update(self, request, *args, **kwargs):
+        refuse_changing_a_worker_checkpoint(self.get_object())
+        return super().update(request, *args, **kwargs)

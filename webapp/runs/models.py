@@ -121,6 +121,11 @@ class Checkpoint(models.Model):
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["run", "iteration"])]
 
+    @property
+    def written_by_worker(self) -> bool:
+        """A checkpoint of a run or a variant, saved by its worker (else registered by a user)."""
+        return self.run_id is not None or self.variant_id is not None
+
     def __str__(self) -> str:
         source = self.run or self.variant
         return f"{source} @ {self.iteration}" if self.iteration is not None else str(source)

@@ -1,12 +1,28 @@
-"""Launching and resuming RL runs."""
+"""Launching and resuming RL runs; checks shared by the API and the launch form; registered checkpoints."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
 
 from django.db import transaction
 
 from webapp.jobs import JobStatus
 from webapp.runs.models import RESUMABLE_STATUSES, RLRun
 from workers.dispatch import enqueue_job
+
+
+def run_launch_errors(prompt_set, evaluation_suite, config: Mapping[str, Any]) -> dict[str, str]:
+    """Settings that pass every knob's check but can never run (field -> why); the API and the form share it."""
+    errors = {}
+    if not prompt_set.prompts.exists():
+        errors["prompt_set"] = (f"prompt set '{prompt_set.name}' has no prompts: upload prompts to it (or choose "
+                                "another set) before launching a run")
+    if config.get("evaluate_every_iterations", 0) > 0 and evaluation_suite is None:
+        errors["evaluate_every_iterations"] = ("evaluates checkpoints on the run's suite, and none is chosen: "
+                                               "choose an evaluation_suite or set evaluate_every_iterations to 0")
+    return errors
 
 
 def launch_run(**fields) -> RLRun:
@@ -32,3 +48,20 @@ def resume_run(run: RLRun, user) -> bool:
             transaction.on_commit(lambda: enqueue_job("rl_run", run.pk))
     run.refresh_from_db()
     return resumed == 1
+
+
+def registered_path_error(path: str) -> str | None:
+    """Why a path cannot be registered as a checkpoint (None when it can): it must be an absolute directory the
+    web server sees, so a typo is caught now rather than on a worker."""
+    if not os.path.isabs(path):
+        return f"'{path}' is not an absolute path: give the checkpoint's directory from the root (/data/...)"
+    if not Path(path).is_dir():
+        return (f"no directory '{path}' on the web server: register checkpoints on storage it shares with the "
+                f"workers (the data folder); to evaluate a model only the workers can read, create an evaluation "
+                f"with \"model\": \"{path}\" instead")
+    return None
+
+
+def directory_size(path: str) -> int:
+    """Bytes of the files under a directory (a checkpoint's weights, config and tokenizer)."""
+    return sum(entry.stat().st_size for entry in Path(path).rglob("*") if entry.is_file())

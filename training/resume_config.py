@@ -1,0 +1,89 @@
+"""What a resumed run may change: the checkpoint's saved config against the config it is resumed with.
+
+A run resumed from its newest checkpoint (same output_dir) must keep the recipe it was trained with;
+only the knobs below may differ, since they change how long it runs, what it records, or where and
+on how many processes it runs, not what it learns. Anything else stops the resume with the list of
+changed knobs, so a changed config is never resumed (and then written into the next checkpoint)
+without a word.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from training.checkpoint import CONFIG_FILE
+
+RESUMABLE_KNOBS = frozenset({
+    "iterations",  # extend (or shorten) the run
+    "checkpoint_every_iterations", "evaluate_every_iterations", "stored_samples_per_iteration",  # bookkeeping
+    "micro_batch_size",  # gradient accumulation: the same gradient in smaller passes (the knob to lower after an OOM)
+    "vllm_sidecar_socket", "hybrid_release",  # where and how the vLLM servers run
+    "nnodes", "nproc_per_node", "node_rank", "rdzv_endpoint", "rdzv_id",  # the deployment of the processes
+    "tensor_parallel_size", "pipeline_parallel_size",  # megatron's layout (checkpoints are Hugging Face weights)
+})
+HOW_TO_PROCEED = ("to resume, set them back to the checkpoint's values; to train with the new ones, "
+                  "choose a new output_dir")
+
+
+class ResumeMismatch(ValueError):
+    """The run cannot resume from its checkpoint: its config or prompt set changed since it was saved."""
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
+                       defaults: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(knob, checkpoint value, new value) for every changed knob outside RESUMABLE_KNOBS, in `current`'s order.
+
+    A knob missing from the saved config (the checkpoint predates it) counts at its default; a saved
+    knob that no longer exists is ignored.
+    """
+    differences = []
+    for name, value in current.items():
+        old = saved.get(name, defaults.get(name))
+        if name not in RESUMABLE_KNOBS and old != value:
+            differences.append((name, old, value))
+    return differences
+
+
+def shown(value: Any) -> str:
+    """A knob value as a reader writes it in YAML: `tiny`, `0.1`, `empty` for None."""
+    return "empty" if value is None else str(value)
+
+
+def check_resume_config(saved: Mapping[str, Any], config: Any, checkpoint: str) -> None:
+    """Raise ResumeMismatch listing each changed knob (`name: checkpoint value -> new value`)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}
+    differences = config_differences(saved, dataclasses.asdict(config), defaults)
+    if differences:
+        changes = "; ".join(f"{name}: {shown(old)} -> {shown(new)}" for name, old, new in differences)
+        raise ResumeMismatch(f"cannot resume from {checkpoint}: the config changed since it was saved ({changes}); "
+                             f"{HOW_TO_PROCEED}")
+
+
+def check_resume_prompts(saved_count: int, count: int, checkpoint: str) -> None:
+    """Raise ResumeMismatch when the run's prompt set is not the size the checkpoint's sampler was trained on."""
+    if saved_count != count:
+        raise ResumeMismatch(f"cannot resume from {checkpoint}: the prompt set changed since it was saved "
+                             f"(it had {saved_count} prompts, this run has {count}); to resume, use the same "
+                             f"prompts; to train on the new ones, choose a new output_dir")
+
+
+def read_saved_config(checkpoint_path: Path) -> dict[str, Any]:
+    """The resolved config stored in a checkpoint folder; ResumeMismatch when it is missing or unreadable."""
+    path = Path(checkpoint_path) / CONFIG_FILE
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ResumeMismatch(f"cannot resume from {checkpoint_path}: its saved config {path.name} cannot be read "
+                             f"({error}); choose a new output_dir") from None
+    if not isinstance(saved, dict):
+        raise ResumeMismatch(f"cannot resume from {checkpoint_path}: {path.name} does not hold a config mapping")
+    return saved
+
+
+def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, prompt_count: int) -> None:
+    """The checks start_session runs before resuming: the same recipe and the same number of prompts."""
+    check_resume_config(read_saved_config(checkpoint_path), config, str(checkpoint_path))
+    check_resume_prompts(int(state["sampler"]["n"]), prompt_count, str(checkpoint_path))
