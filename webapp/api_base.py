@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import django_filters
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
@@ -64,6 +65,13 @@ def patched_settings(serializer: serializers.Serializer, stored: Mapping[str, An
     if serializer.partial and serializer.instance is not None and isinstance(given, Mapping) and stored:
         return {**stored, **given}
     return given
+
+
+class ResponseLengthFilter(django_filters.FilterSet):
+    """min_tokens / max_tokens bounds on a sample table's response_tokens (subclasses give Meta)."""
+
+    min_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="gte")
+    max_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="lte")
 
 
 class VisibleRelatedField(serializers.PrimaryKeyRelatedField):

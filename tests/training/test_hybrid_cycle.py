@@ -44,6 +44,17 @@ def torch_greedy(model, tokenizer, requests) -> list:
     return greedy(TorchRolloutEngine(model, tokenizer), requests)
 
 
+def assert_same_rollouts(ours, reference, initial=None) -> None:
+    """vLLM's greedy rollouts are the reference's (torch on the updated weights): the same tokens, close
+    log-probs; with `initial`, the update visibly moved the policy away from those weights' rollouts."""
+    assert [c.token_ids for c in ours] == [c.token_ids for c in reference]
+    for mine, expected in zip(ours, reference):
+        assert torch.allclose(torch.tensor(mine.logprobs), torch.tensor(expected.logprobs), atol=LOGPROB_TOLERANCE)
+    if initial is not None:
+        moved = max(abs(a - b) for mine, old in zip(ours, initial) for a, b in zip(mine.logprobs, old.logprobs))
+        assert moved > 10 * LOGPROB_TOLERANCE or [c.token_ids for c in ours] != [c.token_ids for c in initial]
+
+
 def wait_until_dead(pid: int) -> None:
     for _ in range(100):
         try:
@@ -111,13 +122,7 @@ def test_the_restart_release_mode_runs_a_new_process_after_training(hybrid_cycle
 @pytest.mark.slow
 @requires_vllm
 def test_rollouts_after_the_handover_use_the_updated_weights(hybrid_cycle):
-    ours, updated, initial = hybrid_cycle["after_update"], hybrid_cycle["torch_updated"], hybrid_cycle["torch_initial"]
-    assert [c.token_ids for c in ours] == [c.token_ids for c in updated]
-    for mine, reference in zip(ours, updated):
-        assert torch.allclose(torch.tensor(mine.logprobs), torch.tensor(reference.logprobs), atol=LOGPROB_TOLERANCE)
-    # the update moved the policy: the initial weights give visibly different log-probs on these tokens
-    moved = max(abs(a - b) for mine, old in zip(ours, initial) for a, b in zip(mine.logprobs, old.logprobs))
-    assert moved > 10 * LOGPROB_TOLERANCE or [c.token_ids for c in ours] != [c.token_ids for c in initial]
+    assert_same_rollouts(hybrid_cycle["after_update"], hybrid_cycle["torch_updated"], hybrid_cycle["torch_initial"])
 
 
 @pytest.mark.slow
@@ -166,7 +171,7 @@ def test_the_sleep_release_mode_keeps_one_process_and_serves_the_updated_weights
         ours, reference = greedy(session.engine, requests), torch_greedy(session.model, session.tokenizer, requests)
         assert session.engine.pid == first_pid  # slept and woke up: no new process
         assert extra["hybrid_release_seconds"] > 0 and extra["hybrid_wake_seconds"] > 0
-        assert [c.token_ids for c in ours] == [c.token_ids for c in reference]
+        assert_same_rollouts(ours, reference)
     finally:
         session.close()
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.training.test_distributed import free_port
-from tests.training.test_hybrid_cycle import GREEDY, LOGPROB_TOLERANCE, greedy_requests, requires_vllm
+from tests.training.test_hybrid_cycle import GREEDY, assert_same_rollouts, greedy_requests, requires_vllm
 from tests.training.test_megatron_backend import start_rank
 
 pytestmark = [pytest.mark.slow, requires_vllm]
@@ -71,7 +71,4 @@ def test_vllm_turns_offload_the_megatron_trainer_buffers(cycle):
 def test_vllm_samples_from_the_weights_megatron_trained(cycle):
     for name, tensor in cycle["host_state"].items():
         assert torch.equal(cycle["megatron_state"][name], tensor), name
-    ours, reference = cycle["vllm"], cycle["torch"]
-    assert [c.token_ids for c in ours] == [c.token_ids for c in reference]
-    for mine, expected in zip(ours, reference):
-        assert torch.allclose(torch.tensor(mine.logprobs), torch.tensor(expected.logprobs), atol=LOGPROB_TOLERANCE)
+    assert_same_rollouts(cycle["vllm"], cycle["torch"])

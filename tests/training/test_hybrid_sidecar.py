@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.training.test_hybrid_cycle import GREEDY, greedy, greedy_requests, requires_vllm, torch_greedy
+from tests.training.test_hybrid_cycle import (
+    GREEDY, assert_same_rollouts, greedy, greedy_requests, requires_vllm, torch_greedy,
+)
 from training.hybrid.engine import HybridRolloutEngine
 from training.hybrid.process import ServerSettings, VllmProcessDied, sidecar_environment
 
 SIDECAR = Path(__file__).resolve().parents[2] / "deploy" / "vllm_sidecar.py"
-LOGPROB_TOLERANCE = 2e-3
 
 
 def parent_pid(pid: int) -> int | None:
@@ -101,12 +102,7 @@ def sidecar_cycle(sidecar, warm_model_dir, tmp_path_factory):
 @requires_vllm
 def test_the_sidecar_starts_the_server_and_rollouts_use_the_handed_over_weights(sidecar_cycle):
     assert sidecar_cycle["first_parent"] == sidecar_cycle["sidecar_pid"]  # not a child of the trainer
-    ours, updated, initial = (sidecar_cycle[key] for key in ("after_update", "torch_updated", "torch_initial"))
-    assert [c.token_ids for c in ours] == [c.token_ids for c in updated]
-    for mine, reference in zip(ours, updated):
-        assert torch.allclose(torch.tensor(mine.logprobs), torch.tensor(reference.logprobs), atol=LOGPROB_TOLERANCE)
-    moved = max(abs(a - b) for mine, old in zip(ours, initial) for a, b in zip(mine.logprobs, old.logprobs))
-    assert moved > 10 * LOGPROB_TOLERANCE or [c.token_ids for c in ours] != [c.token_ids for c in initial]
+    assert_same_rollouts(*(sidecar_cycle[key] for key in ("after_update", "torch_updated", "torch_initial")))
 
 
 @pytest.mark.slow

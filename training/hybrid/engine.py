@@ -41,7 +41,7 @@ class HybridRolloutEngine:
 
     def __init__(self, settings: ServerSettings, *, local_rank: int | None = None, log_dir: Path | None = None,
                  update_bucket_bytes: int = UPDATE_BUCKET_BYTES, health_timeout: float = HEALTH_TIMEOUT_SECONDS,
-                 start_timeout: float = START_TIMEOUT_SECONDS, sidecar_socket: str | None = None):
+                 start_timeout: float = START_TIMEOUT_SECONDS, sidecar_socket: str | None = None, trainer=None):
         if settings.release not in RELEASE_MODES:
             raise ValueError(f"hybrid_release must be one of {', '.join(RELEASE_MODES)}; got {settings.release!r}")
         self.settings = settings
@@ -52,7 +52,7 @@ class HybridRolloutEngine:
         self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank, sidecar_socket)
         self.model = None  # the model last handed over: its weights are re-sent after a crash
         # What holds the training memory: a trainer with offload_to_cpu()/onload() (megatron), else the model.
-        self.trainer = None
+        self.trainer = trainer if hasattr(trainer, "offload_to_cpu") else None
         self.trainer_device: torch.device | None = None  # where the offloaded trainer goes back to
         self.sleeping = False
         self.weights_loaded = False  # the server holds the current model's weights
@@ -198,7 +198,6 @@ def build(model, tokenizer, model_path: str, config, trainer=None) -> HybridRoll
         dtype=vllm_dtype(config),
     )
     engine = HybridRolloutEngine(settings, local_rank=context.local_rank if context.world_size > 1 else None,
-                                 sidecar_socket=getattr(config, "vllm_sidecar_socket", None))
-    engine.trainer = trainer if hasattr(trainer, "offload_to_cpu") else None
+                                 sidecar_socket=getattr(config, "vllm_sidecar_socket", None), trainer=trainer)
     engine.update_weights(model)
     return engine

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
@@ -17,7 +16,8 @@ from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
 from webapp.configs import as_validation_error
 from webapp.api_base import (
-    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, visible_field,
+    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
+    visible_field,
 )
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, SampleResult
 from webapp.evals.services import launch_evaluation
@@ -148,10 +148,7 @@ class SampleResultSerializer(serializers.ModelSerializer):
                   "correct", "truncated", "extracted_answer")
 
 
-class SampleResultFilter(django_filters.FilterSet):
-    min_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="gte")
-    max_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="lte")
-
+class SampleResultFilter(ResponseLengthFilter):
     class Meta:
         model = SampleResult
         fields = ("eval_run", "benchmark", "problem_id", "correct", "truncated")

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 
 from training.config import RLConfig
 from webapp.api_base import (
-    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, patched_settings,
-    visible_field,
+    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
+    patched_settings, visible_field,
 )
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
@@ -127,10 +127,7 @@ class TrainingSampleSerializer(serializers.ModelSerializer):
                   "response_tokens", "truncated", "repeated")
 
 
-class TrainingSampleFilter(django_filters.FilterSet):
-    min_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="gte")
-    max_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="lte")
-
+class TrainingSampleFilter(ResponseLengthFilter):
     class Meta:
         model = TrainingSample
         fields = ("run", "iteration", "correct", "truncated", "repeated")
