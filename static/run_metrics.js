@@ -21,6 +21,9 @@
     ["kl", function (v) { return fixed(v, 4); }],
     ["tokens_generated", String],
     ["tokens_reused", String],
+    ["groups_parked", function (v) { return fixed(v, 0); }],
+    ["policy_version_span", function (v) { return fixed(v, 0); }],
+    ["old_policy_token_share", percent],
     ["seconds", function (v) { return fixed(v, 1); }],
   ];
 

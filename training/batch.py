@@ -15,7 +15,9 @@ class PolicyBatch:
 
     input_ids, attention_mask: (N, T) prompt + response, right-padded.
     loss_mask: (N, T-1) 1 where position t predicts a response token that takes part in the loss.
-    token_counts: (G, k) response tokens in the loss; valid: (G, k) rows with at least one such token.
+    token_counts: (G, k) response tokens in the loss; valid: (G, k) responses with at least one token.
+    Every response stays in its group's statistics (mean reward, log Z) even when old-segment exclusion
+    leaves none of its tokens in the loss: then its log-ratio is 0 and it adds no gradient of its own.
     """
 
     input_ids: torch.Tensor
@@ -50,5 +52,6 @@ def build_policy_batch(groups: list[Group], pad_id: int, iteration: int,
             if oldest_kept is None or made_in >= oldest_kept:
                 loss_mask[row, start + offset] = 1.0
     token_counts = loss_mask.sum(dim=1).view(len(groups), samples)
+    responded = torch.tensor([len(t.response_ids) > 0 for t in trajectories]).view(len(groups), samples)
     return PolicyBatch(input_ids=input_ids, attention_mask=attention, loss_mask=loss_mask,
-                       token_counts=token_counts, valid=token_counts > 0, groups=len(groups), samples=samples)
+                       token_counts=token_counts, valid=responded, groups=len(groups), samples=samples)

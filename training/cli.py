@@ -180,6 +180,7 @@ def checkpoint_summary(output_dir: Path) -> str:
 
 def train(args: argparse.Namespace) -> int:
     """Parse the config, then run it; CliError for any mistake the user can fix."""
+    from training.context_window import ContextWindowError, launch_context_errors
     from training.models.loading import ModelUnavailable
     from training.resume_config import ResumeMismatch
 
@@ -191,12 +192,17 @@ def train(args: argparse.Namespace) -> int:
     from training.engines import trainer_backends
 
     records = load_prompts(cli["prompts"], cli["prompt_count"], config.seed)
+    # prompts plus max_response_tokens must fit the context window (checked here where the model's files are local,
+    # and again, exactly, at run start)
+    too_long = launch_context_errors(config, {r.prompt_id: r.problem for r in records}, args.models_dir)
+    if too_long:
+        raise CliError(f"{args.config}: " + "; ".join(too_long.values()))
     paths = RunPaths(output_dir=Path(cli["output_dir"]), models_dir=args.models_dir)
     context = distributed.init_from_environment()  # under torchrun: join the process group
     hooks, close_bar = progress_hooks(config.iterations) if context.is_main else (TrainingHooks(), lambda: None)
     try:
         outcome = trainer_backends.get(config.trainer_backend)(config, records, paths, hooks)
-    except (ModelUnavailable, ResumeMismatch) as error:
+    except (ModelUnavailable, ResumeMismatch, ContextWindowError) as error:
         raise CliError(f"{args.config}: {error}") from None
     finally:
         close_bar()

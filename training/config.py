@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 from common.knobs import knob
 
-SAMPLING_STRATEGIES = ("uniform", "curriculum", "prioritized")
+# The names registered in training.sampling.samplers (kept here, in this order, so that this module does not
+# import numpy; tests/training/test_sampling.py checks that the two agree).
+SAMPLING_STRATEGIES = ("uniform", "curriculum", "prioritized", "warmup_then_hard")
+HARD_PROBLEMS_BY = ("difficulty", "pass_rate")
 LOG_Z_ESTIMATES = ("mean_reward", "log_mean_exp")
 POLICY_LOSSES = ("mirror_descent", "rest")
 ROLLOUT_ENGINES = ("torch", "vllm", "vllm-hybrid")
@@ -46,10 +49,22 @@ class RLConfig:
     samples_per_problem: int = knob(8, "k: responses sampled per problem (the group for the baseline).",
                                     group="data", minimum=1)
     sampling_strategy: str = knob("uniform", "How problems are drawn: uniform, curriculum (easy to hard by "
-                                  "difficulty label) or prioritized (probability proportional to 1 - success rate).",
-                                  group="data", choices=SAMPLING_STRATEGIES)
-    curriculum_iterations: int = knob(10, "Curriculum only: iterations over which the pool widens from the "
-                                      "easiest difficulty to all difficulties.", group="data", minimum=1)
+                                  "difficulty label), prioritized (probability proportional to 1 - success rate) or "
+                                  "warmup_then_hard (the report's figure 9: uniform over the whole set, then hard "
+                                  "problems only).", group="data", choices=SAMPLING_STRATEGIES)
+    curriculum_iterations: int = knob(10, "N for the curriculum strategies: curriculum widens the pool from the "
+                                      "easiest difficulty to all difficulties over iterations 1 to N; "
+                                      "warmup_then_hard draws uniformly from the whole set for iterations 1 to N and "
+                                      "only hard problems from N + 1 on.", group="data", minimum=1)
+    hard_problems_by: str = knob("difficulty", "warmup_then_hard only: what makes a problem hard. difficulty: its "
+                                 "label is in the upper half of the set's difficulty levels (easy < medium < hard < "
+                                 "expert, then numbers, then other labels A-Z; at least the top level); pass_rate: "
+                                 "its measured pass rate is at most hard_pass_rate_threshold (a high pass rate is "
+                                 "easy). Problems without a label, or without a pass rate, are never hard.",
+                                 group="data", choices=HARD_PROBLEMS_BY)
+    hard_pass_rate_threshold: float = knob(0.5, "warmup_then_hard with hard_problems_by pass_rate: problems whose "
+                                           "measured pass rate is at most this are hard (a high pass rate is easy).",
+                                           group="data", minimum=0.0, maximum=1.0)
     learning_rate: float = knob(1e-5, "Optimizer learning rate (the optimizer is reset every iteration).",
                                 group="optimization", exclusive_minimum=0.0)
     gradient_steps_per_iteration: int = knob(1, "Gradient steps on each iteration's batch.",
@@ -72,19 +87,28 @@ class RLConfig:
                                "the same devices).",
                                group="rollouts", choices=ROLLOUT_ENGINES)
     max_response_tokens: int = knob(256, "Longest response, in tokens.", group="rollouts", minimum=1)
-    temperature: float = knob(1.0, "Sampling temperature of rollouts.", group="rollouts", exclusive_minimum=0.0)
+    max_model_len: int | None = knob(
+        None, "Context window used for rollouts and training (prompt + response tokens); empty = the model's own "
+        "(max_position_embeddings); may only lower it.", group="rollouts", minimum=1)
+    temperature: float = knob(1.0, "Sampling temperature of rollouts; the trainer, the reference and the KL score "
+                              "responses at the same temperature.", group="rollouts", exclusive_minimum=0.0)
     partial_rollout_token_budget: int | None = knob(
-        None, "Partial rollouts: output tokens a trajectory may grow per iteration before it is parked in the "
-        "replay buffer and continued next iteration (empty = off).", group="rollouts", minimum=1)
+        None, "Partial rollouts: output tokens a response may grow per iteration; a longer one is parked in the "
+        "replay buffer and continued next iteration while fresh problems fill the batch (empty = off).",
+        group="rollouts", minimum=1)
+    max_parked_groups: int | None = knob(
+        None, "Partial rollouts: most groups the replay buffer holds; when it is full, the oldest parked groups are "
+        "completed in the iteration without the token budget (empty = 4 x batch_size).", group="rollouts",
+        minimum=1)
     exclude_segments_older_than: int | None = knob(
         None, "Partial rollouts: leave out of the loss segments generated more than this many iterations ago "
         "(empty = keep all).", group="rollouts", minimum=0)
-    repeat_penalty: float = knob(0.0, "Reward subtracted from a rollout ended early by repeat detection.",
-                                 group="rollouts", minimum=0.0)
-    rollout_dtype: str = knob("auto", "vllm and vllm-hybrid: the dtype vLLM samples in; auto = the trainer's on "
-                              "CPU, vLLM's 16-bit choice on a GPU for a float32 trainer (float32 makes sampler and "
-                              "trainer log-probs agree closely, at a speed cost).", group="rollouts",
-                              choices=ROLLOUT_DTYPES)
+    repeat_penalty: float = knob(0.0, "Above 0: repeat detection stops a degenerate response while it is decoded, "
+                                 "and this reward is subtracted from it.", group="rollouts", minimum=0.0)
+    rollout_dtype: str = knob("auto", "The dtype rollouts sample in (torch, vllm and vllm-hybrid engines); auto = the "
+                              "trainer's on a CPU; on a GPU bfloat16 for the torch engine and vLLM's 16-bit choice "
+                              "for a float32 trainer (float32 makes sampler and trainer log-probs agree closely, at a "
+                              "speed cost).", group="rollouts", choices=ROLLOUT_DTYPES)
     hybrid_release: str = knob("restart", "vllm-hybrid only: how vLLM frees the devices for training between "
                                "rollouts: restart (stop its process, start it again; works everywhere) or sleep "
                                "(vLLM's sleep mode, GPU only, much faster).", group="rollouts",
@@ -120,12 +144,23 @@ class RLConfig:
     stored_samples_per_iteration: int = knob(64, "Trained responses stored per iteration for the run page's "
                                              "sample browser (0 = none).", group="evaluation", minimum=0)
 
+    @property
+    def parked_group_limit(self) -> int:
+        """max_parked_groups, or its default of 4 x batch_size."""
+        return self.max_parked_groups if self.max_parked_groups is not None else 4 * self.batch_size
+
     def cross_field_errors(self) -> dict[str, str]:
         """Constraints that involve several knobs."""
         errors = {}
         budget = self.partial_rollout_token_budget
         if budget is not None and budget > self.max_response_tokens:
             errors["partial_rollout_token_budget"] = "must not exceed max_response_tokens"
+        if self.sampling_strategy == "warmup_then_hard" and self.curriculum_iterations >= self.iterations:
+            errors["curriculum_iterations"] = ("with warmup_then_hard must be below iterations: the hard problems "
+                                               "are drawn from iteration curriculum_iterations + 1 on")
+        if self.max_model_len is not None and self.max_response_tokens >= self.max_model_len:
+            errors["max_response_tokens"] = (f"must be below max_model_len ({self.max_model_len}): the prompt needs "
+                                             "room in the context window too")
         if self.length_penalty_warmup_iterations > self.iterations:
             errors["length_penalty_warmup_iterations"] = "must not exceed iterations"
         for name in ("tensor_parallel_size", "pipeline_parallel_size"):

@@ -11,16 +11,18 @@ import torch
 
 from training import distributed
 from training.batch import build_policy_batch
-from training.collect import RolloutLimits, collect_rollouts, new_groups
+from training.collect import RolloutLimits, StreamKey, new_groups
+from training.iteration_rollouts import IterationRollouts, roll_out_iteration
 from training.config import RLConfig
 from training.hybrid.cycle import release_for_training, take_phase_seconds
 from training.rollout.base import SamplingSettings
+from training.rollout.repeats import RepeatLimits
 from training.scoring import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
 from training.trajectories import Group
 from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
 
-REPEAT_LIMITS = {"max_period": 32, "min_repeats": 4, "min_span": 16}
+REPEAT_LIMITS = RepeatLimits(max_period=32, min_repeats=4, min_span=16)
 
 
 def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hooks: TrainingHooks) -> TrainingOutcome:
@@ -48,22 +50,22 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
 
 
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:
-    """Sample problems, roll out, score, update the policy, hand the new weights to the rollout engine."""
+    """Roll out a full batch of finished groups, score it, update the policy, hand the new weights over."""
     started = time.perf_counter()
     config, context = session.config, session.context
-    groups = session.buffer.take_all()
-    fresh = draw_problems(session, iteration, parked=len(groups))
-    groups += new_groups(fresh, session.prompts, iteration, config.samples_per_problem)
-    settings = SamplingSettings(max_new_tokens=config.max_response_tokens, temperature=config.temperature,
-                                seed=(config.seed * 1_000_003 + iteration) * context.world_size + context.rank)
-    limits = RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget, config.samples_per_problem)
-    rollouts = collect_rollouts(session.engine, groups, session.buffer, settings, limits, iteration,
-                                REPEAT_LIMITS if config.repeat_penalty > 0 else None)
+    rollouts = roll_out_iteration(
+        session.engine, session.buffer, lambda count, first: draw_groups(session, iteration, count, first),
+        share=_share(config.batch_size, context), parked_limit=_share(config.parked_group_limit, context),
+        settings=SamplingSettings(max_new_tokens=config.max_response_tokens, temperature=config.temperature,
+                                  stop_repeats=REPEAT_LIMITS if config.repeat_penalty > 0 else None),
+        limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
+                             config.samples_per_problem),
+        streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank))
     scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration) \
         if rollouts.finished else None
     samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
-        rank_results(rollouts.finished, scored, rollouts.tokens_generated, len(session.buffer), iteration, samples)))
+        rank_results(rollouts, scored, len(session.buffer), iteration, samples)))
     update = {}
     if batch_results.scored is not None:  # some rank finished a group: all ranks take part in the update
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
@@ -78,19 +80,22 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
     return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
 
 
-def draw_problems(session: RunSession, iteration: int, parked: int) -> np.ndarray:
-    """This rank's fresh problems, topping its share of `batch_size` up after the groups it continues.
+def _share(total: int, context) -> int:
+    start, stop = distributed.share_bounds(total, context.rank, context.world_size)
+    return stop - start
 
-    Every rank draws the whole batch with the same sampler state and generator and keeps its slice.
+
+def draw_groups(session: RunSession, iteration: int, count: int, first_position: int) -> list[Group]:
+    """This rank's `count` fresh groups; every rank calls it together (the draw is in lockstep).
+
+    Every rank draws all ranks' problems with the same sampler state and generator and keeps its slice.
     """
     context = session.context
-    wanted = []  # fresh problems per rank
-    for rank, parked_there in enumerate(distributed.all_gather_objects(parked)):
-        start, stop = distributed.share_bounds(session.config.batch_size, rank, context.world_size)
-        wanted.append(max(0, stop - start - parked_there))
-    drawn = session.sampler.sample(iteration, sum(wanted), session.numpy_rng)
+    wanted = distributed.all_gather_objects(count)  # fresh problems per rank
+    drawn = session.sampler.sample(iteration, sum(wanted), session.numpy_rng) if sum(wanted) else []
     first = sum(wanted[:context.rank])
-    return drawn[first:first + wanted[context.rank]]
+    return new_groups(drawn[first:first + count], session.prompts, iteration, session.config.samples_per_problem,
+                      first_position)
 
 
 def stored_samples(session: RunSession, finished: list[Group], scored: ScoredGroups | None) -> list[SampleReport]:
@@ -112,14 +117,22 @@ class RolloutResults:
     tokens_reused: int
     parked: int
     samples: list[SampleReport]  # responses kept for the sample browser
+    counts: dict[str, float]  # summed over ranks
+    oldest_token_iteration: int | None  # of the trained tokens; None without any
 
 
-def rank_results(finished: list[Group], scored: ScoredGroups | None, tokens_generated: int, parked: int,
-                 iteration: int, samples: list[SampleReport]) -> RolloutResults:
+def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parked: int, iteration: int,
+                 samples: list[SampleReport]) -> RolloutResults:
     """This rank's part of the iteration's results."""
-    reused = sum(t.tokens_before(iteration) for group in finished for t in group.trajectories)
+    finished = rollouts.finished
+    made_in = [made for group in finished for t in group.trajectories for made in t.token_iterations]
+    reused = sum(1 for made in made_in if made < iteration)
+    counts = {"rollout_rounds": float(rollouts.rounds), "response_tokens_trained": float(len(made_in)),
+              "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
+              "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
-                          tokens_generated=tokens_generated, tokens_reused=reused, parked=parked, samples=samples)
+                          tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=parked,
+                          samples=samples, counts=counts, oldest_token_iteration=min(made_in, default=None))
 
 
 def merge_results(parts: list[RolloutResults]) -> RolloutResults:
@@ -134,14 +147,26 @@ def merge_results(parts: list[RolloutResults]) -> RolloutResults:
                           tokens_generated=sum(part.tokens_generated for part in parts),
                           tokens_reused=sum(part.tokens_reused for part in parts),
                           parked=sum(part.parked for part in parts),
-                          samples=[sample for part in parts for sample in part.samples])
+                          samples=[sample for part in parts for sample in part.samples],
+                          counts={name: sum(part.counts[name] for part in parts) for name in parts[0].counts},
+                          oldest_token_iteration=min((part.oldest_token_iteration for part in parts
+                                                      if part.oldest_token_iteration is not None), default=None))
 
 
 def iteration_report(iteration: int, results: RolloutResults, update: dict, seconds: float) -> IterationReport:
     """Metrics of one iteration (accuracy and lengths over the responses trained on, on all ranks)."""
     scored = results.scored
     lengths = scored.lengths.flatten().numpy() if scored is not None else np.zeros(0)
-    extra = {"groups_trained": float(len(results.problem_indices)), "groups_parked": float(results.parked)}
+    counts = results.counts
+    extra = {"groups_trained": float(len(results.problem_indices)), "groups_parked": float(results.parked),
+             "rollout_rounds": counts["rollout_rounds"] / max(1, distributed.current_context().world_size),
+             "groups_completed_over_budget": counts["groups_completed_over_budget"],
+             "repeat_tokens_saved": counts["repeat_tokens_saved"],
+             # policy versions inside the trained samples: 0 = all tokens from this iteration's policy
+             "policy_version_span": float(iteration - results.oldest_token_iteration)
+             if results.oldest_token_iteration is not None else 0.0,
+             "old_policy_token_share": results.tokens_reused / counts["response_tokens_trained"]
+             if counts["response_tokens_trained"] else 0.0}
     if scored is not None:
         extra |= {"mean_reward": float(scored.rewards.mean()), "length_penalty_weight": scored.length_weight,
                   "repeat_fraction": float(scored.repeated.float().mean()),

@@ -1,4 +1,5 @@
-"""Problem samplers of METHOD.md section 5: uniform, curriculum (easy to hard) and prioritized (1 - s_i).
+"""Problem samplers of METHOD.md section 5: uniform, curriculum (easy to hard), prioritized (1 - s_i)
+and warmup_then_hard (the report's curriculum ablation, figure 9: the whole set, then hard problems only).
 
 Every sampler records each problem's observed success as a count-weighted running mean
 (`update`), gives a probability per problem for an iteration (counted from 1), draws indices
@@ -18,6 +19,7 @@ samplers = Registry("sampling strategy", {
     "uniform": "training.sampling:UniformSampler",
     "curriculum": "training.sampling:CurriculumSampler",
     "prioritized": "training.sampling:PrioritizedSampler",
+    "warmup_then_hard": "training.sampling:WarmupThenHardSampler",
 })
 
 DIFFICULTY_LADDER = ("easy", "medium", "hard", "expert")
@@ -77,7 +79,7 @@ class UniformSampler(ProblemSampler):
     """Every problem equally likely."""
 
     @classmethod
-    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "UniformSampler":
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int, **_hardness: Any) -> "UniformSampler":
         return cls(len(records))
 
     def probabilities(self, iteration: int) -> np.ndarray:
@@ -119,7 +121,8 @@ class CurriculumSampler(ProblemSampler):
                                     dtype=np.int64)  # (n,)
 
     @classmethod
-    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "CurriculumSampler":
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int,
+                     **_hardness: Any) -> "CurriculumSampler":
         return cls([record.difficulty for record in records], curriculum_iterations)
 
     def levels_open_at(self, iteration: int) -> int:
@@ -150,7 +153,8 @@ class PrioritizedSampler(ProblemSampler):
                 self.update(list(indices), list(rates))
 
     @classmethod
-    def from_records(cls, records: Sequence[Any], curriculum_iterations: int) -> "PrioritizedSampler":
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int,
+                     **_hardness: Any) -> "PrioritizedSampler":
         return cls(len(records), [record.pass_rate for record in records])
 
     def probabilities(self, iteration: int) -> np.ndarray:
@@ -161,6 +165,84 @@ class PrioritizedSampler(ProblemSampler):
         return weights / total
 
 
-def make_sampler(strategy: str, records: Sequence[Any], curriculum_iterations: int) -> ProblemSampler:
-    """The sampler named `strategy` over `records` (objects with .difficulty and .pass_rate)."""
-    return samplers.get(strategy).from_records(records, curriculum_iterations)
+def hard_by_difficulty(difficulties: Sequence[str]) -> np.ndarray:
+    """(n,) bool: the problems whose label is in the upper half of the labelled difficulty levels.
+
+    Levels are the distinct labels ordered by `difficulty_sort_key` (easy < medium < hard < expert, then
+    numbers, then other labels A-Z); with L levels the top max(1, L // 2) are hard (the ladder: hard and
+    expert). Unlabelled ("") problems are never hard: their difficulty is unknown.
+    """
+    keys = [difficulty_sort_key(label) if (label or "").strip() else None for label in difficulties]
+    levels = sorted({key for key in keys if key is not None})
+    hard_levels = set(levels[len(levels) - max(1, len(levels) // 2):]) if levels else set()
+    return np.array([key in hard_levels for key in keys], dtype=bool)
+
+
+def hard_by_pass_rate(pass_rates: Sequence[float | None], threshold: float) -> np.ndarray:
+    """(n,) bool: the problems with a measured pass rate <= threshold (a high pass rate is easy).
+
+    A problem without a pass rate (None) is never hard: its difficulty is unknown.
+    """
+    return np.array([rate is not None and rate <= threshold for rate in pass_rates], dtype=bool)
+
+
+class WarmupThenHardSampler(ProblemSampler):
+    """The report's curriculum ablation (figure 9): uniform over every problem for iterations 1..N, then
+    uniform over the hard problems only from iteration N + 1 on, where N is `curriculum_iterations`.
+
+    `hard` is an (n,) bool mask (see `hard_by_difficulty` and `hard_by_pass_rate`); it is fixed when the
+    sampler is built, from the prompt set's labels or pass rates, not from the success seen in training.
+    """
+
+    def __init__(self, hard: Sequence[bool], curriculum_iterations: int):
+        hard = np.asarray(hard, dtype=bool)
+        super().__init__(len(hard))
+        if curriculum_iterations < 1:
+            raise ValueError(f"curriculum_iterations must be at least 1; got {curriculum_iterations}")
+        if not hard.any():
+            raise ValueError("warmup_then_hard needs at least one hard problem; none is")
+        self.curriculum_iterations = curriculum_iterations
+        self.hard = hard  # (n,)
+
+    @classmethod
+    def from_records(cls, records: Sequence[Any], curriculum_iterations: int, hard_problems_by: str = "difficulty",
+                     hard_pass_rate_threshold: float = 0.5, **_hardness: Any) -> "WarmupThenHardSampler":
+        if hard_problems_by == "difficulty":
+            hard = hard_by_difficulty([record.difficulty for record in records])
+            why = ("no problem has a difficulty label (unlabelled problems are never hard); label the prompts or "
+                   "set hard_problems_by to pass_rate")
+        elif hard_problems_by == "pass_rate":
+            hard = hard_by_pass_rate([record.pass_rate for record in records], hard_pass_rate_threshold)
+            why = (f"no problem has a pass rate <= hard_pass_rate_threshold ({hard_pass_rate_threshold:g}; problems "
+                   f"without a pass rate are never hard); raise hard_pass_rate_threshold or set hard_problems_by "
+                   f"to difficulty")
+        else:
+            raise ValueError(f"unknown hard_problems_by {hard_problems_by!r}; choose difficulty or pass_rate")
+        if len(records) and not hard.any():
+            raise ValueError(f"warmup_then_hard with hard_problems_by={hard_problems_by}: {why}")
+        return cls(hard, curriculum_iterations)
+
+    def probabilities(self, iteration: int) -> np.ndarray:
+        if iteration <= self.curriculum_iterations:
+            return np.full(self.n, 1.0 / self.n)
+        return self.hard / self.hard.sum()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "hard": np.flatnonzero(self.hard).tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if "hard" in state and state["hard"] != np.flatnonzero(self.hard).tolist():
+            raise ValueError("the saved sampler's hard problems differ from this one's (the prompts' labels or pass "
+                             "rates, or hard_problems_by / hard_pass_rate_threshold, changed)")
+
+
+def make_sampler(strategy: str, records: Sequence[Any], curriculum_iterations: int, *,
+                 hard_problems_by: str = "difficulty", hard_pass_rate_threshold: float = 0.5) -> ProblemSampler:
+    """The sampler named `strategy` over `records` (objects with .difficulty and .pass_rate).
+
+    `hard_problems_by` and `hard_pass_rate_threshold` choose the hard problems of warmup_then_hard; the other
+    strategies ignore them.
+    """
+    return samplers.get(strategy).from_records(records, curriculum_iterations, hard_problems_by=hard_problems_by,
+                                               hard_pass_rate_threshold=hard_pass_rate_threshold)

@@ -15,6 +15,7 @@ from training.checkpoint import (
     latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state, save_checkpoint,
 )
 from training.config import RLConfig
+from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, resolve_model_path
 from training.prompting import prompt_ids
 from training.resume_config import check_resume
@@ -83,8 +84,13 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         check_resume(resume.path, resume.state, config, len(records))
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
+    prompts = [prompt_ids(r.problem, tokenizer) for r in records]
+    # every prompt plus max_response_tokens fits the model's context window, or a clear refusal before anything runs
+    check_session_prompts(config, model_path, {r.prompt_id: len(ids) for r, ids in zip(records, prompts)})
     trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
-    sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations)
+    sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations,
+                           hard_problems_by=config.hard_problems_by,
+                           hard_pass_rate_threshold=config.hard_pass_rate_threshold)
     buffer = ReplayBuffer()
     if resume:
         hooks.log(f"resuming from {resume.path.name} (iteration {resume.iteration})")
@@ -92,7 +98,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         sampler.load_state_dict(resume.state["sampler"])
         buffer.load_state_dict(replay_buffer_for_rank(resume.state, context.rank, context.world_size))
     session = RunSession(
-        config=config, records=records, prompts=[prompt_ids(r.problem, tokenizer) for r in records],
+        config=config, records=records, prompts=prompts,
         tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,
         paths=paths, next_iteration=resume.iteration + 1 if resume else 1, context=context,
     )

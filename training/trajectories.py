@@ -35,6 +35,7 @@ class Group:
     problem_index: int
     started_iteration: int
     trajectories: list[Trajectory]
+    draw_position: int = 0  # its place among the problems drawn in started_iteration (keys its random streams)
 
     @property
     def finished(self) -> bool:
@@ -53,6 +54,10 @@ class ReplayBuffer:
     def park(self, groups: list[Group]) -> None:
         self.groups.extend(groups)
 
+    def oldest_first(self) -> list[Group]:
+        """The parked groups, oldest draw first (stable for equal iterations)."""
+        return sorted(self.groups, key=lambda group: (group.started_iteration, group.draw_position))
+
     def take_all(self) -> list[Group]:
         groups, self.groups = self.groups, []
         return groups
@@ -63,6 +68,7 @@ class ReplayBuffer:
     def load_state_dict(self, state: list[dict]) -> None:
         self.groups = [
             Group(problem_index=item["problem_index"], started_iteration=item["started_iteration"],
+                  draw_position=item.get("draw_position", 0),
                   trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
                                            token_iterations=list(t["token_iterations"]),
                                            finish_reason=t["finish_reason"]) for t in item["trajectories"]])

@@ -32,8 +32,8 @@ RUN_SETTINGS = dict(iterations=2, batch_size=4, samples_per_problem=2, max_respo
                     partial_rollout_token_budget=8, checkpoint_every_iterations=10, learning_rate=1e-3,
                     length_penalty_weight=0.2, micro_batch_size=2, seed=4)
 # With these settings (seen on torch 2.13, CPU) one rank answers correctly and the other not, so the
-# whole-batch accuracy differs from either rank's; iteration 2 ends with every group parked, and the
-# checkpoint holds parked groups of both ranks for the resume.
+# whole-batch accuracy differs from either rank's; every iteration trains on a full batch while some
+# groups stay parked, and the checkpoint holds parked groups of both ranks for the resume.
 
 
 def free_port() -> int:
@@ -124,7 +124,7 @@ def test_a_ddp_update_on_two_ranks_equals_one_process_on_the_whole_batch(tiny_mo
             gradient = single["grads"][parameter]
             gap = float((main["grads"][parameter] - gradient).abs().max())
             assert gap <= 1e-4 * float(gradient.abs().max()) + 1e-9, f"{name}: gradient of {parameter} off by {gap}"
-        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
             assert main["metrics"][metric] == pytest.approx(single["metrics"][metric], rel=1e-5), f"{name}: {metric}"
             assert other["metrics"][metric] == main["metrics"][metric], f"{name}: {metric} differs between ranks"
     initial = load_model(str(tiny_model_dir)).state_dict()
@@ -142,7 +142,7 @@ def run_worker(rank: int, port: int, paths: RunPaths, model: str, out_dir: str) 
 
     events: list[dict] = []
     record = events.append
-    score_groups, draw_problems = training.loop.score_groups, training.loop.draw_problems
+    score_groups, roll_out_iteration = training.loop.score_groups, training.loop.roll_out_iteration
     save_checkpoint = training.session.save_checkpoint
 
     def recording_score_groups(groups, *args):
@@ -150,15 +150,15 @@ def run_worker(rank: int, port: int, paths: RunPaths, model: str, out_dir: str) 
         record({"event": "scored", "iteration": args[-1], "correct": scored.correct.flatten().tolist()})
         return scored
 
-    def recording_draw_problems(session, iteration, parked):
-        record({"event": "continued", "iteration": iteration, "groups": parked})
-        return draw_problems(session, iteration, parked)
+    def recording_roll_out_iteration(engine, buffer, *args, streams, **kwargs):
+        record({"event": "continued", "iteration": streams.iteration, "groups": len(buffer)})
+        return roll_out_iteration(engine, buffer, *args, streams=streams, **kwargs)
 
     def recording_save_checkpoint(output_dir, iteration, *args):
         record({"event": "save_checkpoint", "iteration": iteration})
         return save_checkpoint(output_dir, iteration, *args)
 
-    training.loop.score_groups, training.loop.draw_problems = recording_score_groups, recording_draw_problems
+    training.loop.score_groups, training.loop.roll_out_iteration = recording_score_groups, recording_roll_out_iteration
     training.session.save_checkpoint = recording_save_checkpoint
     hooks = TrainingHooks(
         on_iteration=lambda report: record({"event": "iteration", **dataclasses.asdict(report)}),

@@ -103,7 +103,30 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
     rest = trainer(model_dir, policy_loss="rest", gradient_steps_per_iteration=1)
     results["rest_losses"] = [rest.update(batch, REWARDS)["loss"] for _ in range(4)]
     results["offload"] = {precision: offload_round_trip(model_dir, batch, precision) for precision in ("fp32", "bf16")}
+    results["bf16_reload"] = bf16_reload(model_dir)
     torch.save(results, Path(out_dir) / "single.pt")
+
+
+def bf16_reload(model_dir: str) -> dict:
+    """A bf16 trainer takes warm-up weights with fp32 detail: its main weights against the exact fp32 values."""
+    from training.megatron.model import load_hf_state_dict
+
+    warm = trainer(model_dir, megatron_precision="bf16")
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # changes below bf16's resolution, as a warm-up's last steps make
+        for parameter in warm.model.parameters():
+            parameter.add_(1e-4 * torch.randn(parameter.shape, generator=generator))
+    warm.reload_from_model()
+    exact = load_hf_state_dict(warm.gpt, warm.model.state_dict(), warm.model.config, warm.layout)  # idempotent
+    names = {id(parameter): name.removeprefix("module.") for name, parameter in warm.ddp.named_parameters()}
+    pairs = []
+    for inner in getattr(warm.optimizer, "chained_optimizers", [warm.optimizer]):
+        for model_group, main_group in zip(inner.model_float16_groups, inner.shard_fp32_from_float16_groups):
+            for model_parameter, main in zip(model_group, main_group):
+                expected = exact[names[id(model_parameter)]].float().view(-1)
+                pairs.append((torch.equal(main.detach().cpu().view(-1), expected),
+                              torch.equal(model_parameter.detach().cpu().float().view(-1), expected)))
+    return {"main_exact": [main for main, _ in pairs], "model_exact": [model for _, model in pairs]}
 
 
 def offload_round_trip(model_dir: str, batch, precision: str) -> dict:
@@ -180,7 +203,7 @@ def test_torch_and_megatron_backends_give_the_same_loss_and_gradients(single):
 
 def test_rl_steps_on_the_megatron_backend_lower_the_loss(single):
     update = single["update"]
-    assert update["final_loss"] < 0.5 * update["loss"] and update["kl"] > 0  # two mirror-descent steps
+    assert update["loss"] < 0.5 * update["first_step_loss"] and update["kl"] > 0  # two mirror-descent steps
     losses = single["rest_losses"]  # ReST: the best responses' NLL falls iteration after iteration
     assert all(later < earlier for earlier, later in zip(losses, losses[1:])), losses
 
@@ -190,24 +213,30 @@ def test_tensor_parallel_two_gives_the_same_loss_and_gradients_as_one(single, tw
     for rank in two_ranks:
         assert rank["tp_step"]["loss"] == pytest.approx(single["megatron_step"]["loss"], rel=1e-5)
         assert_gradients_close(rank["tp_step"]["grads"], single["megatron_step"]["grads"], 1e-4)
-        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
             assert rank["tp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
 
 
 def test_pipeline_parallel_two_gives_the_same_update_as_one_stage(single, two_ranks):
     for rank in two_ranks:
-        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
             assert rank["pp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
 
 
 def test_two_data_parallel_ranks_with_the_distributed_optimizer_match_one_and_stay_equal(single, two_ranks):
     assert two_ranks[0]["dp_layout"].data_parallel_size == 2
     main, other = two_ranks
-    for metric in ("loss", "final_loss", "grad_norm", "kl"):
+    for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
         assert main["dp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
         assert other["dp_update"][metric] == main["dp_update"][metric]
     for name, tensor in main["dp_state"].items():
         assert torch.equal(tensor, other["dp_state"][name]), f"ranks' {name} differ"
+
+
+def test_a_bf16_trainer_keeps_the_warm_up_weights_exact_in_its_fp32_main_weights(single):
+    result = single["bf16_reload"]
+    assert result["main_exact"] and all(result["main_exact"])  # every main weight equals the fp32 warm-up weight
+    assert not all(result["model_exact"])  # while the bf16 model weights are rounded
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -216,7 +245,7 @@ def test_offloading_the_trainer_frees_its_buffers_and_changes_no_update(single, 
     assert result["held"] > 0 and result["held_offloaded"] == 0  # weights, gradients, main weights all let go
     assert (result["main_copies"] > 0) == (precision == "bf16")  # fp32 main weights in bf16, views in fp32
     for offloaded, kept in zip(result["offloaded_updates"], result["kept_updates"]):
-        for metric in ("loss", "final_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
             assert offloaded[metric] == kept[metric], metric
     assert result["offloaded_updates"][1]["grad_norm"] != result["offloaded_updates"][0]["grad_norm"]  # it moved
     for name, tensor in result["kept_state"].items():

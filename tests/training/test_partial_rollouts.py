@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from training.collect import RolloutLimits, collect_rollouts, new_groups
 from training.models.loading import load_model, load_tokenizer
@@ -31,9 +30,10 @@ def roll(engine, prompts, budget, max_tokens=64):
     limits = RolloutLimits(max_response_tokens=max_tokens, token_budget=budget, samples_per_problem=1)
     while groups:
         iterations += 1
-        collected = collect_rollouts(engine, groups, buffer, SamplingSettings(max_tokens, temperature=0.0), limits,
-                                     iteration=iterations, repeat_limits=None)
+        collected = collect_rollouts(engine, groups, SamplingSettings(max_tokens, temperature=0.0), limits,
+                                     iteration=iterations)
         finished += collected.finished
+        buffer.park(collected.unfinished)
         groups = buffer.take_all()
     return sorted(finished, key=lambda group: group.problem_index), iterations
 
@@ -66,9 +66,9 @@ def test_the_replay_buffer_round_trips_through_its_state(engine_and_prompts):
     engine, prompts = engine_and_prompts
     buffer = ReplayBuffer()
     groups = new_groups(range(3), prompts, iteration=1, samples=2)
-    torch.manual_seed(0)
-    collect_rollouts(engine, groups, buffer, SamplingSettings(32, temperature=1.0),
-                     RolloutLimits(32, token_budget=2, samples_per_problem=2), iteration=1, repeat_limits=None)
+    collected = collect_rollouts(engine, groups, SamplingSettings(32, temperature=1.0, seed=0),
+                                 RolloutLimits(32, token_budget=2, samples_per_problem=2), iteration=1)
+    buffer.park(collected.unfinished)
     restored = ReplayBuffer()
     restored.load_state_dict(buffer.state_dict())
     assert restored.state_dict() == buffer.state_dict() and len(restored) == len(buffer) > 0

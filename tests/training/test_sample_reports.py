@@ -97,6 +97,7 @@ def test_the_loop_stores_no_samples_when_the_knob_is_zero(run_paths):
 def test_ranks_share_the_stored_samples_and_the_merge_keeps_rank_order():
     from types import SimpleNamespace
 
+    from training.iteration_rollouts import IterationRollouts
     from training.loop import merge_results, rank_results, stored_samples
 
     groups, scored = fake_batch()
@@ -105,7 +106,8 @@ def test_ranks_share_the_stored_samples_and_the_merge_keeps_rank_order():
     for rank in (0, 1):
         session = SimpleNamespace(config=config, records=RECORDS, context=SimpleNamespace(rank=rank, world_size=2))
         samples = stored_samples(session, groups, scored)
-        parts.append(rank_results(groups, scored, tokens_generated=10, parked=0, iteration=1, samples=samples))
+        parts.append(rank_results(IterationRollouts(finished=groups, tokens_generated=10), scored, parked=0,
+                                  iteration=1, samples=samples))
     assert [len(part.samples) for part in parts] == [2, 1]  # 3 split as 2 + 1
     merged = merge_results(parts)
     assert [sample.response for sample in merged.samples] == ["a b c", "a", "a b c"]

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from common.registry import UnknownEntry
-from training.sampling import (CurriculumSampler, PrioritizedSampler, UniformSampler, difficulty_sort_key,
-                               make_sampler, samplers)
+from common.knobs import ConfigError, parse_config
+from training.config import SAMPLING_STRATEGIES, RLConfig
+from training.sampling import (CurriculumSampler, PrioritizedSampler, UniformSampler, WarmupThenHardSampler,
+                               difficulty_sort_key, hard_by_difficulty, hard_by_pass_rate, make_sampler, samplers)
 from training.types import PromptRecord
 
 
@@ -146,7 +148,7 @@ RECORDS = [PromptRecord(prompt_id=str(index), problem="p", difficulty=difficulty
 
 
 def test_make_sampler_builds_each_registered_strategy_from_records():
-    assert samplers.names() == ["curriculum", "prioritized", "uniform"]
+    assert samplers.names() == ["curriculum", "prioritized", "uniform", "warmup_then_hard"]
     assert isinstance(make_sampler("uniform", RECORDS, 5), UniformSampler)
     curriculum = make_sampler("curriculum", RECORDS, curriculum_iterations=3)
     assert pool_of(curriculum, 1) == {0} and pool_of(curriculum, 2) == {0, 2}
@@ -154,3 +156,103 @@ def test_make_sampler_builds_each_registered_strategy_from_records():
     assert np.allclose(prioritized.probabilities(1), np.array([0.5, 1.0, 0.0]) / 1.5)
     with pytest.raises(UnknownEntry, match="sampling strategy 'random'"):
         make_sampler("random", RECORDS, 5)
+
+
+def test_the_config_offers_exactly_the_registered_sampling_strategies():
+    assert sorted(SAMPLING_STRATEGIES) == samplers.names()
+
+
+# figure 9: labels ordered easy < medium < hard < expert -> the upper half (hard, expert) is hard
+LABELLED = [PromptRecord(prompt_id=str(index), problem="p", difficulty=difficulty, pass_rate=rate)
+            for index, (difficulty, rate) in enumerate([("easy", 0.9), ("hard", 0.2), ("medium", None),
+                                                         ("expert", 0.5), ("", 0.0), ("Hard", 0.75)])]
+
+
+def test_warmup_then_hard_switches_to_hard_problems_only_after_n_iterations():
+    sampler = make_sampler("warmup_then_hard", LABELLED, curriculum_iterations=3)
+    assert isinstance(sampler, WarmupThenHardSampler)
+    for iteration in (1, 3):  # iterations 1..N: the whole set, unlabelled problem included
+        assert np.allclose(sampler.probabilities(iteration), [1 / 6] * 6)
+    for iteration in (4, 50):  # from N + 1: hard, expert and Hard (the same level as hard), 1/3 each
+        assert np.allclose(sampler.probabilities(iteration), [0, 1 / 3, 0, 1 / 3, 0, 1 / 3])
+
+
+def test_after_the_switch_draws_hit_only_hard_problems():
+    sampler = make_sampler("warmup_then_hard", LABELLED, curriculum_iterations=2)
+    rng = np.random.default_rng(0)
+    before = np.concatenate([sampler.sample(2, 3, rng) for _ in range(200)])
+    after = np.concatenate([sampler.sample(3, 3, rng) for _ in range(200)])
+    assert set(before.tolist()) == set(range(6))
+    assert set(after.tolist()) == {1, 3, 5}
+    # without replacement while enough hard problems remain, with replacement among them beyond that
+    assert sorted(sampler.sample(3, 3, rng).tolist()) == [1, 3, 5]
+    assert set(sampler.sample(3, 7, rng).tolist()) <= {1, 3, 5}
+
+
+def test_hard_by_pass_rate_takes_rates_at_or_below_the_threshold_and_never_an_unmeasured_problem():
+    sampler = make_sampler("warmup_then_hard", LABELLED, curriculum_iterations=1, hard_problems_by="pass_rate",
+                           hard_pass_rate_threshold=0.5)
+    assert np.allclose(sampler.probabilities(1), [1 / 6] * 6)
+    # pass rates 0.9, 0.2, None, 0.5, 0.0, 0.75: a high pass rate is easy; 0.5 is at the threshold
+    assert np.allclose(sampler.probabilities(2), [0, 1 / 3, 0, 1 / 3, 1 / 3, 0])
+    stricter = make_sampler("warmup_then_hard", LABELLED, 1, hard_problems_by="pass_rate",
+                            hard_pass_rate_threshold=0.1)
+    assert np.allclose(stricter.probabilities(2), [0, 0, 0, 0, 1, 0])
+    assert hard_by_pass_rate([None, 1.0, 0.3], 1.0).tolist() == [False, True, True]
+
+
+def test_hard_levels_are_the_upper_half_of_the_ordered_labels_and_at_least_the_top_one():
+    assert hard_by_difficulty(["easy", "medium", "hard"]).tolist() == [False, False, True]
+    assert hard_by_difficulty(["1", "10", "2", "3", "2"]).tolist() == [False, True, False, True, False]
+    assert hard_by_difficulty(["easy", "", "easy"]).tolist() == [True, False, True]  # one level: it is the top
+    # the ladder, then numbers, then other labels A-Z: of easy, 5, beta, alpha the top two are alpha and beta
+    assert hard_by_difficulty(["easy", "5", "beta", "alpha"]).tolist() == [False, False, True, True]
+
+
+def test_warmup_then_hard_refuses_a_set_without_hard_problems_naming_the_knob():
+    unlabelled = [PromptRecord(prompt_id=str(index), problem="p", pass_rate=0.9) for index in range(3)]
+    with pytest.raises(ValueError, match="hard_problems_by=difficulty: no problem has a difficulty label"):
+        make_sampler("warmup_then_hard", unlabelled, 5)
+    with pytest.raises(ValueError, match=r"hard_pass_rate_threshold \(0.5"):
+        make_sampler("warmup_then_hard", unlabelled, 5, hard_problems_by="pass_rate")
+    with pytest.raises(ValueError, match="unknown hard_problems_by 'label'"):
+        make_sampler("warmup_then_hard", unlabelled, 5, hard_problems_by="label")
+    with pytest.raises(ValueError, match="at least one hard problem"):
+        WarmupThenHardSampler([False, False], curriculum_iterations=1)
+
+
+def test_the_other_strategies_ignore_the_hardness_knobs():
+    for strategy in ("uniform", "curriculum", "prioritized"):
+        plain = make_sampler(strategy, LABELLED, 3)
+        tuned = make_sampler(strategy, LABELLED, 3, hard_problems_by="pass_rate", hard_pass_rate_threshold=0.0)
+        for iteration in (1, 2, 4):
+            assert np.array_equal(plain.probabilities(iteration), tuned.probabilities(iteration)), strategy
+
+
+def test_a_warmup_then_hard_state_round_trip_gives_identical_later_samples():
+    original = make_sampler("warmup_then_hard", LABELLED, 2, hard_problems_by="pass_rate")
+    original.update([0, 1], [1.0, 0.5])
+    state = json.loads(json.dumps(original.state_dict()))
+    assert state["hard"] == [1, 3, 4]
+    restored = make_sampler("warmup_then_hard", LABELLED, 2, hard_problems_by="pass_rate")
+    restored.load_state_dict(state)
+    assert np.array_equal(restored.success_rates(), original.success_rates())
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    for iteration in range(1, 6):
+        assert np.array_equal(original.sample(iteration, 2, rng_a), restored.sample(iteration, 2, rng_b))
+    by_label = make_sampler("warmup_then_hard", LABELLED, 2)  # other hard problems: refused
+    with pytest.raises(ValueError, match="hard problems differ"):
+        by_label.load_state_dict(state)
+
+
+def test_the_config_refuses_warmup_then_hard_without_iterations_after_the_warm_up():
+    with pytest.raises(ConfigError) as refused:
+        parse_config(RLConfig, {"sampling_strategy": "warmup_then_hard", "iterations": 10,
+                                "curriculum_iterations": 10})
+    assert "curriculum_iterations" in str(refused.value.errors)
+    config = parse_config(RLConfig, {"sampling_strategy": "warmup_then_hard", "iterations": 11,
+                                     "curriculum_iterations": 10, "hard_problems_by": "pass_rate",
+                                     "hard_pass_rate_threshold": 0.25})
+    assert (config.hard_problems_by, config.hard_pass_rate_threshold) == ("pass_rate", 0.25)
+    with pytest.raises(ConfigError):
+        parse_config(RLConfig, {"hard_pass_rate_threshold": 1.5})

@@ -7,8 +7,11 @@ import torch
 from training.megatron.model import causal_inputs
 
 
-def logprobs_from_sharded_logits(logits: torch.Tensor, input_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def logprobs_from_sharded_logits(logits: torch.Tensor, input_ids: torch.Tensor, vocab_size: int,
+                                 temperature: float = 1.0) -> torch.Tensor:
     """(N, T, V/tp) this rank's logits and (N, T) tokens -> (N, T-1) log-prob of each next token, float32.
+
+    The distribution is softmax(logits / temperature): RL passes its sampling temperature.
 
     vocab_parallel_cross_entropy all-reduces the max, the target logit and the softmax sum over the
     tensor-parallel group, so the full vocabulary is never gathered. Entries past `vocab_size` (the
@@ -19,6 +22,8 @@ def logprobs_from_sharded_logits(logits: torch.Tensor, input_ids: torch.Tensor, 
     from megatron.core.tensor_parallel import vocab_parallel_cross_entropy
 
     shifted = logits[:, :-1].float().contiguous()
+    if temperature != 1.0:
+        shifted = shifted / temperature
     partition = shifted.shape[-1]
     first = parallel_state.get_tensor_model_parallel_rank() * partition
     padding_from = max(0, min(partition, vocab_size - first))  # local index of the first padding entry

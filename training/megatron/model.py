@@ -134,8 +134,13 @@ def stage_first_layer(model) -> int:
     return model.decoder.layers[0].layer_number - 1
 
 
-def load_hf_state_dict(model, hf_state: dict[str, torch.Tensor], hf_config, layout: ParallelLayout) -> None:
-    """Copy this rank's tensor/pipeline part of a whole Hugging Face state dict into the GPTModel, in place."""
+def load_hf_state_dict(model, hf_state: dict[str, torch.Tensor], hf_config,
+                       layout: ParallelLayout) -> dict[str, torch.Tensor]:
+    """Copy this rank's tensor/pipeline part of a whole Hugging Face state dict into the GPTModel, in place.
+
+    Returns that part, Megatron-named, in the Hugging Face tensors' precision (float32 for a float32 copy even
+    when the GPTModel holds bf16: the optimizer's main weights are set from it).
+    """
     shape = ModelShape.from_hf_config(hf_config)
     whole = hf_to_megatron(hf_state, shape, padded_vocab_size(shape.vocab, layout.tensor_parallel_size))
     stage = pipeline_stage(whole, stage_first_layer(model), len(model.decoder.layers), layout.first_stage,
@@ -149,6 +154,7 @@ def load_hf_state_dict(model, hf_state: dict[str, torch.Tensor], hf_config, layo
         parameters = dict(model.named_parameters())
         for name, tensor in mine.items():
             parameters[name].copy_(tensor)
+    return mine
 
 
 def causal_inputs(input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -79,7 +79,8 @@ class MegatronTrainer:
             grad_norms.append(float(grad_norm))
         kl = self._kl(batch, ref_tokens)
         self.model.load_state_dict(self.hf_state_dict())
-        return {"loss": losses[0], "final_loss": losses[-1], "grad_norm": grad_norms[0], "kl": kl}
+        # loss: the last gradient step's (at step 1 it is (r - rbar)^2 / 2 tau whatever the update does)
+        return {"loss": losses[-1], "first_step_loss": losses[0], "grad_norm": grad_norms[0], "kl": kl}
 
     def hf_state_dict(self) -> dict[str, torch.Tensor]:
         """The whole policy in Hugging Face layout, on the CPU (every rank must call it)."""
@@ -95,11 +96,17 @@ class MegatronTrainer:
         self.memory.onload()
 
     def reload_from_model(self) -> None:
-        """Take the Hugging Face copy's weights (after a warm-up SFT on it) into the GPT model and the optimizer."""
+        """Take the Hugging Face copy's weights (after a warm-up SFT on it) into the GPT model and the optimizer.
+
+        In bf16 the GPT model's weights are rounded, but the optimizer's fp32 main weights are set from the exact
+        float32 warm-up weights, not from the rounded ones (the first update would otherwise lose the warm-up's
+        low bits).
+        """
         self.onload()
-        load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout)
+        exact = load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout)
+        exact = {name: tensor.float() for name, tensor in exact.items()}
         for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
-            optimizer.reload_model_params()
+            optimizer.reload_model_params(state_dict=exact)
 
     def _run(self, batch, ref_sequence, rewards, total_groups: int, forward_only: bool = False,
              collect=None) -> list[float]:
@@ -119,7 +126,8 @@ class MegatronTrainer:
             return model(input_ids, positions, mask), partial(loss_function, groups, input_ids)
 
         def loss_function(groups, input_ids, logits):
-            tokens = logprobs_from_sharded_logits(logits, input_ids, self.vocab_size)  # (rows, T-1)
+            tokens = logprobs_from_sharded_logits(logits, input_ids, self.vocab_size,
+                                                  self.config.temperature)  # (rows, T-1), the sampler's T
             if collect is not None:
                 collect(groups, tokens.detach())
                 return tokens.sum() * 0.0, {}

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from training.rollout.repeats import RepeatLimits
+from training.rollout.seeds import stream_seed
+
 FINISH_STOP = "stop"  # the model emitted end-of-sequence (kept as the last token)
 FINISH_LENGTH = "length"  # the token limit of this call was reached
 FINISH_REPEAT = "repeat"  # repeat detection ended a degenerate response
@@ -18,6 +21,8 @@ class SamplingSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int | None = None  # makes a call reproducible (a resumed run samples what the original did)
+    # stop a response as soon as its tail repeats (training.rollout.repeats.RepeatLimits); None = never
+    stop_repeats: RepeatLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,13 @@ class RolloutRequest:
     n: int = 1
     max_new_tokens: int | None = None  # overrides SamplingSettings.max_new_tokens for this request
     images: tuple[Any, ...] = ()
+    # one random-stream seed per sample (n of them); empty = derived from SamplingSettings.seed and the
+    # request's position in the call (request_seeds)
+    sample_seeds: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.sample_seeds and len(self.sample_seeds) != self.n:
+            raise ValueError(f"a request for {self.n} samples carries {len(self.sample_seeds)} sample seeds")
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,18 @@ class RolloutEngine(Protocol):
 
     def close(self) -> None:
         """Release the engine's memory and processes."""
+
+
+def request_seeds(request: RolloutRequest, index: int, settings: SamplingSettings) -> list[int | None]:
+    """The seed of each of the request's samples: its own, else derived from (settings.seed, index, sample).
+
+    None (no seed anywhere) means an unseeded draw from the process's random state.
+    """
+    if request.sample_seeds:
+        return list(request.sample_seeds)
+    if settings.seed is None:
+        return [None] * request.n
+    return [stream_seed(settings.seed, index, sample) for sample in range(request.n)]
 
 
 def request_limit(request: RolloutRequest, settings: SamplingSettings) -> int:

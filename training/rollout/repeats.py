@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
+
+
+@dataclass(frozen=True)
+class RepeatLimits:
+    """A tail is degenerate when a block of <= max_period tokens repeats >= min_repeats times over >= min_span."""
+
+    max_period: int = 32
+    min_repeats: int = 4
+    min_span: int = 16
+
+    def as_dict(self) -> dict[str, int]:
+        return {"max_period": self.max_period, "min_repeats": self.min_repeats, "min_span": self.min_span}
 
 
 def repeated_tail_start(token_ids: Sequence[int], max_period: int = 32, min_repeats: int = 4,
@@ -38,3 +51,22 @@ def _period_at(token_ids: Sequence[int], start: int) -> int:
         if all(tail[index] == tail[index % period] for index in range(len(tail))):
             return period
     return len(tail)
+
+
+def repeating_rows(token_ids, limits: RepeatLimits):
+    """(rows, L) token ids -> (rows,) bool: which rows end in a degenerate repeat (as repeated_tail_start).
+
+    Tensor form for decoding loops: the tail repeats a block of p tokens r >= min_repeats times over
+    >= min_span tokens exactly when its last p * max(min_repeats, ceil(min_span / p)) tokens are p-periodic.
+    """
+    import torch
+
+    rows, length = token_ids.shape
+    found = torch.zeros(rows, dtype=torch.bool, device=token_ids.device)
+    for period in range(1, limits.max_period + 1):
+        span = period * max(limits.min_repeats, -(-limits.min_span // period))
+        if span > length:
+            continue
+        window = token_ids[:, length - span:]
+        found |= (window[:, period:] == window[:, :-period]).all(dim=1)
+    return found

@@ -1,33 +1,57 @@
-"""Rollouts with Hugging Face `generate` (KV cache) on the trainer's own model object."""
+"""Rollouts with Hugging Face `generate` (KV cache), on the trainer's model or on a copy in the sampling dtype.
+
+Requests are sorted by their token limit and cut into chunks of at most `max_batch_sequences` rows; each
+chunk is one generate call running to its longest limit, every row stopping at its own. Tokens come from
+training.rollout.token_sampler: one seeded random stream per row, the sampler's own log-probs, and an
+optional stop at the first degenerate repeat.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import copy
 from typing import Sequence
 
 import torch
+from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
+    request_seeds,
 )
+from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
+from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
+
+CPU_BATCH_SEQUENCES = 64
 
 
 class TorchRolloutEngine:
-    """Samples from the very model the trainer updates, so a weight update costs nothing.
+    """Samples from the trainer's model object, or from a copy of it on `device` in `dtype` when those differ.
 
+    Sharing the object makes a weight update free; a copy (a CPU-held trainer copy sampled on the GPU, or bf16
+    sampling beside an fp32 trainer) is refreshed by update_weights. max_batch_sequences: rows per generate
+    call; None = CPU_BATCH_SEQUENCES on a CPU, sized from free memory on a GPU.
     vision: for a vision-language model, what turns requests' images into model inputs; None for text.
     """
 
-    def __init__(self, model, tokenizer, max_batch_sequences: int = 64, vision: VisionInputs | None = None):
-        self.model = model
+    def __init__(self, model, tokenizer, max_batch_sequences: int | None = None, vision: VisionInputs | None = None,
+                 device: torch.device | None = None, dtype: torch.dtype | None = None):
+        parameter = next(model.parameters())
+        self.device = device or parameter.device
+        self.dtype = dtype or parameter.dtype
+        self.owns_copy = (self.device, self.dtype) != (parameter.device, parameter.dtype)
+        self.model = copy.deepcopy(model).to(self.device, self.dtype).eval() if self.owns_copy else model
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
         self.max_batch_sequences = max_batch_sequences
         self.vision = vision
 
+    @torch.no_grad()
     def update_weights(self, model) -> None:
-        self.model = model
+        if self.owns_copy:
+            self.model.load_state_dict(model.state_dict())  # copies across device and dtype
+        else:
+            self.model = model
 
     def close(self) -> None:
         self.model = None
@@ -36,60 +60,78 @@ class TorchRolloutEngine:
         check_image_requests(requests, self.vision and self.vision.image_token_id,
                              getattr(self.model.config, "name_or_path", "") or "the model")
         results: list[list[Completion] | None] = [None] * len(requests)
-        by_limit: dict[int, list[int]] = defaultdict(list)
-        for index, request in enumerate(requests):
-            by_limit[request_limit(request, settings)].append(index)
-        for limit, indices in by_limit.items():
-            for chunk in self._chunks(indices, requests):
-                outputs = self._generate_batch([requests[i] for i in chunk], settings, limit)
-                for index, completions in zip(chunk, outputs):
-                    results[index] = completions
+        seeds = [request_seeds(request, index, settings) for index, request in enumerate(requests)]
+        limits = [request_limit(request, settings) for request in requests]
+        by_limit = sorted(range(len(requests)), key=lambda index: -limits[index])
+        for chunk in self._chunks(by_limit, requests, limits):
+            outputs = self._generate_batch([requests[i] for i in chunk], settings, [limits[i] for i in chunk],
+                                           [seeds[i] for i in chunk])
+            for index, completions in zip(chunk, outputs):
+                results[index] = completions
         return results  # type: ignore[return-value]
 
-    def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest]) -> list[list[int]]:
-        """Split request indices so each generate call holds at most max_batch_sequences samples."""
+    def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest], limits: list[int]) -> list[list[int]]:
+        """Split request indices (longest limit first) into generate calls of at most the row budget."""
         chunks, current, size = [], [], 0
         for index in indices:
-            if current and size + requests[index].n > self.max_batch_sequences:
+            if current and size + requests[index].n > self._rows_per_call(requests, current, limits):
                 chunks.append(current)
                 current, size = [], 0
             current.append(index)
             size += requests[index].n
         return chunks + [current] if current else chunks
 
+    def _rows_per_call(self, requests: Sequence[RolloutRequest], chunk: list[int], limits: list[int]) -> int:
+        if self.max_batch_sequences is not None:
+            return self.max_batch_sequences
+        if self.device.type != "cuda":
+            return CPU_BATCH_SEQUENCES
+        longest = max(len(requests[index].prompt_ids) for index in chunk) + max(limits[index] for index in chunk)
+        free_bytes, _ = torch.cuda.mem_get_info(self.device)
+        return batch_sequences_for_memory(self.model.config, longest, free_bytes, self.dtype)
+
     @torch.no_grad()
     def _generate_batch(self, requests: list[RolloutRequest], settings: SamplingSettings,
-                        limit: int) -> list[list[Completion]]:
-        """One left-padded generate call; requests of different n are expanded row by row."""
+                        limits: list[int], seeds: list[list[int | None]]) -> list[list[Completion]]:
+        """One left-padded generate call; requests of different n are expanded row by row.
+
+        limits: per request, its new-token limit; seeds: per request, each sample's stream seed (request_seeds).
+        """
         prompts = [self._prompt(request) for request in requests]
         row_prompts = [prompt for prompt, request in zip(prompts, requests) for _ in range(request.n)]
+        row_limits = [limit for limit, request in zip(limits, requests) for _ in range(request.n)]
         rows = [prompt.prompt_ids for prompt in row_prompts]
-        width = max(len(row) for row in rows)
-        device = next(self.model.parameters()).device
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long, device=device)
+        width, longest = max(len(row) for row in rows), max(row_limits)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long, device=self.device)
         attention = torch.zeros_like(input_ids)
         for row_index, row in enumerate(rows):
             input_ids[row_index, width - len(row):] = torch.tensor(row, dtype=torch.long)
             attention[row_index, width - len(row):] = 1
         vision = self.vision.generate_inputs(row_prompts, input_ids, self.model.dtype) if self.vision else {}
         greedy = settings.temperature == 0
-        if settings.seed is not None:
-            torch.manual_seed(settings.seed)
+        uniforms = None if greedy else row_uniforms([seed for per_request in seeds for seed in per_request],
+                                                     longest, self.device)
+        sampler = SeededTokenSampler(uniforms, width, settings.temperature, settings.top_p)
+        repeat_stop = None if settings.stop_repeats is None else \
+            RepeatStop(settings.stop_repeats, width, len(rows), self.device)
+        stops = [criterion for criterion in (repeat_stop, RowLimits(row_limits, width, self.device)
+                                             if min(row_limits) < longest else None) if criterion is not None]
         was_training = self.model.training
         self.model.eval()
         try:
             output = self.model.generate(
-                input_ids=input_ids, attention_mask=attention, max_new_tokens=limit, do_sample=not greedy,
-                temperature=None if greedy else settings.temperature, top_p=None if greedy else settings.top_p,
-                top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_id, use_cache=True,
-                output_scores=True, return_dict_in_generate=True, **vision,
+                input_ids=input_ids, attention_mask=attention, max_new_tokens=longest, do_sample=False,
+                temperature=None, top_p=None, top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
+                use_cache=True, logits_processor=LogitsProcessorList([sampler]),
+                stopping_criteria=StoppingCriteriaList(stops), return_dict_in_generate=True, **vision,
             )
         finally:
             self.model.train(was_training)
-        new_tokens = output.sequences[:, width:]
-        logprobs = self.model.compute_transition_scores(output.sequences, output.scores, normalize_logits=True)
-        completions = [self._completion(tokens.tolist(), scores.tolist(), limit)
-                       for tokens, scores in zip(new_tokens, logprobs)]
+        new_tokens = output.sequences[:, width:].tolist()
+        logprobs = sampler.logprobs().tolist()
+        stopped = repeat_stop.stop_steps() if repeat_stop else [-1] * len(rows)
+        completions = [self._completion(tokens[:limit], scores[:limit], limit, stop)
+                       for tokens, scores, limit, stop in zip(new_tokens, logprobs, row_limits, stopped)]
         grouped, start = [], 0
         for request in requests:
             grouped.append(completions[start:start + request.n])
@@ -100,14 +142,24 @@ class TorchRolloutEngine:
         """The request's prompt, with its images made into model inputs when it has any."""
         return self.vision.prompt(request) if request.images else VisionPrompt(request.prompt_ids)
 
-    def _completion(self, tokens: list[int], scores: list[float], limit: int) -> Completion:
-        """Trim after end-of-sequence (kept) and record why generation ended."""
-        if self.eos_id in tokens:
-            end = tokens.index(self.eos_id) + 1
-            return Completion(tuple(tokens[:end]), tuple(scores[:end]), FINISH_STOP)
-        return Completion(tuple(tokens[:limit]), tuple(scores[:limit]), FINISH_LENGTH)
+    def _completion(self, tokens: list[int], scores: list[float], limit: int, repeat_stop: int) -> Completion:
+        """Trim after end-of-sequence (kept) or where repeat detection stopped the row; say why it ended.
+
+        tokens: the row's tokens up to its own limit (anything after a stop is padding).
+        """
+        eos_at = tokens.index(self.eos_id) if self.eos_id in tokens else None
+        if 0 <= repeat_stop <= limit and (eos_at is None or eos_at >= repeat_stop):
+            return Completion(tuple(tokens[:repeat_stop]), tuple(scores[:repeat_stop]), FINISH_REPEAT)
+        if eos_at is not None:
+            return Completion(tuple(tokens[:eos_at + 1]), tuple(scores[:eos_at + 1]), FINISH_STOP)
+        return Completion(tuple(tokens), tuple(scores), FINISH_LENGTH)
 
 
 def build(model, tokenizer, model_path: str, config, trainer=None) -> TorchRolloutEngine:
-    """An engine over `model`; a vision-language model also gets its image processor from model_path."""
-    return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path))
+    """An engine sampling on the GPU when there is one (a CPU-held trainer copy is copied there), in the
+    config's rollout_dtype; a vision-language model also gets its image processor from model_path."""
+    parameter = next(model.parameters())
+    device = sampling_device(parameter.device)
+    dtype = sampling_dtype(getattr(config, "rollout_dtype", "auto"), device, parameter.dtype)
+    return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
+                              dtype=dtype)

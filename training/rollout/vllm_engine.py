@@ -33,11 +33,14 @@ from typing import Sequence
 import torch
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
+    request_seeds,
 )
+from training.rollout.repeats import repeated_tail_start
 from training.rollout.vision import open_image
 
 WORKER_EXTENSION = "training.rollout.vllm_worker_extension.WeightUpdateExtension"
+REPEAT_STOP_PROCESSOR = "training.rollout.vllm_repeat_stop:RepeatStopLogitsProcessor"  # vllm_repeat_stop.py
 UPDATE_BUCKET_BYTES = 512 * 1024**2  # largest safetensors blob sent in one collective_rpc call
 CPU_KV_CACHE_GIB = "1"
 # "model.layers.12.self_attn.q_proj.weight" -> "model.layers.12": a decoder layer goes whole in one blob.
@@ -113,6 +116,7 @@ class VllmRolloutEngine:
             generation_config="vllm",  # sampling comes from SamplingSettings only
             enable_prefix_caching=True,
             enable_sleep_mode=enable_sleep_mode,  # the hybrid engine's vLLM process frees its memory between rollouts
+            logits_processors=[REPEAT_STOP_PROCESSOR],  # repeat stopping, for requests that ask for it
         )
         if kv_cache_memory_bytes is not None:
             options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
@@ -129,22 +133,32 @@ class VllmRolloutEngine:
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
 
     def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
-        """All requests in one vLLM call; greedy requests are decoded once and repeated n times."""
+        """All requests in one vLLM call; greedy requests are decoded once and repeated n times.
+
+        A seeded sample goes in as its own vLLM request with its own seed (request_seeds): vLLM would seed
+        the n children of one request with seed, seed + 1, ..., which overlap between requests. The
+        prompt's KV blocks are computed once and shared through the prefix cache.
+        """
         greedy = settings.temperature == 0
-        prompts, params, submitted = [], [], []
+        prompts, params, owners = [], [], []  # owners: the request index of each submitted vLLM request
         for index, request in enumerate(requests):
             limit = self._token_limit(index, request, settings)
-            if limit == 0:
-                continue
-            prompts.append(self._prompt(index, request))
-            seed = None if settings.seed is None else settings.seed + index  # reproducible per request
-            params.append(self._sampling_params(1 if greedy else request.n, limit, settings, seed))
-            submitted.append(index)
+            prompt = self._prompt(index, request)
+            seeds = request_seeds(request, index, settings)
+            if greedy or seeds[0] is None:
+                streams = [(1 if greedy else request.n, None)]
+            else:
+                streams = [(1, seed) for seed in seeds]
+            for n, seed in streams:
+                prompts.append(prompt)
+                params.append(self._sampling_params(n, limit, settings, seed))
+                owners.append(index)
         outputs = self.llm.generate(prompts, params, use_tqdm=False) if prompts else []
-        results = [[Completion((), (), FINISH_LENGTH)] * request.n for request in requests]
-        for index, output in zip(submitted, outputs):
-            completions = [self._completion(sample) for sample in output.outputs]
-            results[index] = completions * requests[index].n if greedy else completions
+        results: list[list[Completion]] = [[] for _ in requests]
+        for index, output in zip(owners, outputs):
+            results[index].extend(self._completion(sample, settings) for sample in output.outputs)
+        if greedy:
+            results = [completions * request.n for completions, request in zip(results, requests)]
         return results
 
     def _prompt(self, index: int, request: RolloutRequest):
@@ -160,14 +174,17 @@ class VllmRolloutEngine:
                             multi_modal_data={"image": [open_image(image) for image in request.images]})
 
     def _token_limit(self, index: int, request: RolloutRequest, settings: SamplingSettings) -> int:
-        """New tokens for this request: its limit, capped by the room left in the model's context."""
+        """New tokens for this request; a limit the model's context cannot hold is refused, never cut short."""
         if not request.prompt_ids:
             raise ValueError(f"request {index}: prompt_ids is empty")
-        room = self.max_model_len - len(request.prompt_ids)
-        if room <= 0:
-            raise ValueError(f"request {index}: prompt of {len(request.prompt_ids)} tokens leaves no room "
-                             f"in the engine's max_model_len of {self.max_model_len}")
-        return min(request_limit(request, settings), room)
+        limit = request_limit(request, settings)
+        if len(request.prompt_ids) + limit > self.max_model_len:
+            raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new tokens "
+                             f"exceeds the engine's max_model_len of {self.max_model_len}; lower the response "
+                             "limit or shorten the prompt")
+        if limit < 1:
+            raise ValueError(f"request {index}: asks for {limit} new tokens; at least 1 is needed")
+        return limit
 
     def _sampling_params(self, n: int, limit: int, settings: SamplingSettings, seed: int | None):
         from vllm import SamplingParams
@@ -175,20 +192,32 @@ class VllmRolloutEngine:
         greedy = settings.temperature == 0
         # ignore_eos + stop_token_ids: stop at the tokenizer's EOS only (as the torch engine does),
         # not at extra end ids a generation_config.json may list; the stop token stays in token_ids.
+        from training.rollout.vllm_repeat_stop import EXTRA_ARG, EXTRA_ARG_EOS
+
+        repeat_stop = None if settings.stop_repeats is None else \
+            {EXTRA_ARG: settings.stop_repeats.as_dict(), EXTRA_ARG_EOS: self.eos_id}
         return SamplingParams(
             n=n, temperature=settings.temperature, top_p=1.0 if greedy else settings.top_p,
             max_tokens=limit, logprobs=0, ignore_eos=True, stop_token_ids=[self.eos_id], detokenize=False,
-            seed=seed,
+            seed=seed, extra_args=repeat_stop,
         )
 
-    def _completion(self, sample) -> Completion:
-        """Token ids with EOS kept last when the model stopped, and each token's sampler log-prob."""
+    def _completion(self, sample, settings: SamplingSettings) -> Completion:
+        """Token ids with EOS kept last when the model stopped, and each token's sampler log-prob.
+
+        With repeat stopping, an EOS right after a degenerate repeat is the one the processor forced: it is
+        dropped and the response is reported as FINISH_REPEAT (the repeat would have been caught a step earlier
+        had it been complete before).
+        """
         tokens = tuple(sample.token_ids)
         if sample.logprobs is None or len(sample.logprobs) != len(tokens):
             raise RuntimeError("vLLM returned no log-prob for some sampled tokens; was logprobs=0 dropped?")
         logprobs = tuple(position[token].logprob for position, token in zip(sample.logprobs, tokens))
-        finished = FINISH_STOP if tokens and tokens[-1] == self.eos_id else FINISH_LENGTH
-        return Completion(tokens, logprobs, finished)
+        stopped = bool(tokens) and tokens[-1] == self.eos_id
+        if stopped and settings.stop_repeats is not None and \
+                repeated_tail_start(tokens[:-1], **settings.stop_repeats.as_dict()) is not None:
+            return Completion(tokens[:-1], logprobs[:-1], FINISH_REPEAT)
+        return Completion(tokens, logprobs, FINISH_STOP if stopped else FINISH_LENGTH)
 
     @torch.no_grad()
     def update_weights(self, model) -> None:

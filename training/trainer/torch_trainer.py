@@ -14,10 +14,16 @@ from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """(N, T-1) log-prob of each next token under `model`, in float32."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
-    return torch.gather(F.log_softmax(logits.float(), dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """(N, T-1) log-prob of each next token under softmax(logits / temperature) of `model`, in float32.
+
+    RL passes the sampling temperature, so the trainer scores responses under the distribution they were drawn from.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    return torch.gather(F.log_softmax(logits, dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
 class TorchTrainer:
@@ -41,7 +47,8 @@ class TorchTrainer:
         attention = batch.attention_mask[rows].to(self.device)
         mask = batch.loss_mask[rows].to(self.device)
         with torch.set_grad_enabled(grad), self._autocast():
-            tokens = token_logprobs(self.wrapped if grad else self.model, input_ids, attention)
+            tokens = token_logprobs(self.wrapped if grad else self.model, input_ids, attention,
+                                    self.config.temperature)
         return (tokens * mask).sum(dim=1), tokens
 
     @torch.no_grad()
@@ -76,11 +83,13 @@ class TorchTrainer:
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
             optimizer.step()
         kl, kl_tokens = self.kl_to_reference(batch, ref_tokens) if batch else (0.0, 0)
-        totals = distributed.all_reduce_sum({"loss": losses[0], "final_loss": losses[-1],
+        totals = distributed.all_reduce_sum({"first_step_loss": losses[0], "loss": losses[-1],
                                              "kl_sum": kl * kl_tokens, "kl_tokens": kl_tokens})
         if self.distributed:  # token-weighted over ranks
             kl = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
-        return {"loss": totals["loss"], "final_loss": totals["final_loss"], "grad_norm": grad_norms[0], "kl": kl}
+        # loss: the last gradient step's (at step 1 it is (r - rbar)^2 / 2 tau whatever the update does)
+        return {"loss": totals["loss"], "first_step_loss": totals["first_step_loss"], "grad_norm": grad_norms[0],
+                "kl": kl}
 
     def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
                        rewards: torch.Tensor | None, total_groups: int) -> float:

@@ -44,16 +44,24 @@ def eta_from_newest(run: RLRun, newest_seconds: list[float]) -> float | None:
     return sum(newest_seconds) / len(newest_seconds) * remaining
 
 
+# Partial-rollout metrics from a row's `extra`, shown as columns: groups waiting in the replay buffer, policy
+# versions inside the trained samples (0 = all from this iteration's policy), share of tokens from older policies.
+METRIC_TABLE_EXTRAS = ("groups_parked", "policy_version_span", "old_policy_token_share")
+
+
 def newest_metric_rows(run: RLRun, rows: int = METRIC_TABLE_ROWS) -> tuple[list[dict[str, Any]], int]:
-    """(the newest `rows` metric rows as dicts of METRIC_TABLE_FIELDS, newest first; the run's row count): one query.
+    """(the newest `rows` metric rows as dicts of METRIC_TABLE_FIELDS and METRIC_TABLE_EXTRAS, newest first; the
+    run's row count): one query.
 
     The count is a window over the whole filtered set, evaluated before the LIMIT.
     """
     newest = list(IterationMetric.objects.filter(run=run).order_by("-iteration")
-                  .annotate(total=Window(expression=Count("pk"))).values(*METRIC_TABLE_FIELDS, "total")[:rows])
+                  .annotate(total=Window(expression=Count("pk"))).values(*METRIC_TABLE_FIELDS, "extra", "total")[:rows])
     total = newest[0]["total"] if newest else 0
     for row in newest:
         del row["total"]
+        extra = row.pop("extra") or {}
+        row.update({name: extra.get(name) for name in METRIC_TABLE_EXTRAS})
     return newest, total
 
 

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from django.conf import settings
 from django.db import transaction
 
+from training.context_window import launch_context_errors
 from webapp.jobs import JobStatus
 from webapp.runs.models import RESUMABLE_STATUSES, RLRun
 from workers.dispatch import enqueue_job
@@ -22,7 +24,23 @@ def run_launch_errors(prompt_set, evaluation_suite, config: Mapping[str, Any]) -
     if config.get("evaluate_every_iterations", 0) > 0 and evaluation_suite is None:
         errors["evaluate_every_iterations"] = ("evaluates checkpoints on the run's suite, and none is chosen: "
                                                "choose an evaluation_suite or set evaluate_every_iterations to 0")
+    if "prompt_set" not in errors:
+        errors.update(run_context_errors(prompt_set, config))
     return errors
+
+
+def run_context_errors(prompt_set, config: Mapping[str, Any]) -> dict[str, str]:
+    """Each prompt plus max_response_tokens must fit the model's context window (field -> why; no torch).
+
+    The window and prompt lengths come from the model's files on the web server (a preset's known window, a local
+    folder's config.json and tokenizer.json); what is not here (a hub id) the worker checks at run start.
+    """
+    def problems() -> dict[str, str]:
+        return {str(position): problem for position, problem
+                in prompt_set.prompts.order_by("position").values_list("position", "problem")}
+
+    return launch_context_errors(config, problems, settings.MODELS_DIR,
+                                 label=lambda position: f"#{position} of prompt set '{prompt_set.name}'")
 
 
 def launch_run(**fields) -> RLRun:

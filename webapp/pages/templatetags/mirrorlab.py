@@ -15,7 +15,7 @@ def active_when(context, *url_name_prefixes: str) -> str:
 
 @register.filter
 def percent(fraction, digits: int = 1) -> str:
-    """0.4567 -> '45.7%'; empty for None."""
-    if fraction is None:
+    """0.4567 -> '45.7%'; empty for None (or a missing value, which templates give as '')."""
+    if fraction is None or fraction == "":
         return ""
     return f"{fraction * 100:.{digits}f}%"

@@ -1,0 +1,78 @@
+"""Response-length workloads for rollout benchmarks: the tiny preset's architecture with hand-set weights.
+
+Compute per token is the real tiny model's (every matrix is still multiplied); only the distribution of
+response lengths is chosen:
+- geometric: the output head zeroed, every token (end-of-sequence included) equally likely at every step;
+- two_mode: the attention and MLP outputs zeroed, so the next token depends only on the current one, and
+  the head set so that a response's first token picks its mode for good: short (probability `long_share`
+  of a long one) with end-of-sequence at 1/short_mean per step, or long with 1/long_mean per step. Most
+  responses are short and a few run very long: the heavy tail partial rollouts are meant for.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+BLOCKED = -30.0  # a logit that is never sampled in practice
+
+
+def geometric_model(models_dir: Path) -> Path:
+    """The tiny preset with a zeroed head: lengths geometric with mean ~vocabulary size."""
+    import torch
+
+    model, tokenizer = _tiny(models_dir)
+    with torch.no_grad():
+        model.lm_head.weight.zero_()
+    return _save(model, tokenizer, models_dir / "geometric")
+
+
+def two_mode_model(models_dir: Path, start_token: int, long_share: float = 0.1, short_mean: float = 20.0,
+                   long_mean: float = 2000.0) -> Path:
+    """The tiny architecture as a two-mode Markov chain over token types (see the module docstring).
+
+    start_token: the last token of every prompt (the chain's start state).
+    """
+    import torch
+
+    model, tokenizer = _tiny(models_dir)
+    vocabulary, width = model.lm_head.weight.shape
+    eos = tokenizer.eos_token_id
+    special = set(tokenizer.all_special_ids) | {start_token}
+    short = [token for token in range(vocabulary) if token not in special and token % 2 == 0]
+    long = [token for token in range(vocabulary) if token not in special and token % 2 == 1]
+    state_of = {**{token: 0 for token in short}, **{token: 1 for token in long}}  # others: state 2, the start
+    with torch.no_grad():
+        for layer in model.model.layers:  # the residual stream is the current token's embedding alone
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embedding = model.model.embed_tokens.weight
+        embedding.zero_()
+        for token in range(vocabulary):
+            embedding[token, state_of.get(token, 2)] = 1.0
+        model.model.norm.weight.fill_(1.0 / math.sqrt(width))  # RMS norm of a one-hot row -> the one-hot row
+        head = torch.full((vocabulary, width), 0.0)
+        head[:, :3] = BLOCKED
+        for state, members, mean in ((0, short, short_mean), (1, long, long_mean)):
+            head[members, state] = 0.0
+            head[eos, state] = math.log(len(members) / (mean - 1))  # P(eos) = 1 / mean per step
+        head[short, 2] = math.log((1 - long_share) / len(short))
+        head[long, 2] = math.log(long_share / len(long))
+        model.lm_head.weight.copy_(head)
+    return _save(model, tokenizer, models_dir / "two-mode")
+
+
+def _tiny(models_dir: Path):
+    from training.models.loading import load_model, load_tokenizer
+    from training.models.tiny import create_tiny_preset
+
+    source = models_dir / "tiny"
+    if not source.exists():
+        create_tiny_preset(source)
+    return load_model(str(source)), load_tokenizer(str(source))
+
+
+def _save(model, tokenizer, target: Path) -> Path:
+    model.save_pretrained(target, safe_serialization=True)
+    tokenizer.save_pretrained(target)
+    return target

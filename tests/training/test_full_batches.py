@@ -1,0 +1,115 @@
+"""Partial rollouts keep batches full: every iteration trains on batch_size finished groups, the buffer stays bounded.
+
+A scripted engine stands in for the model (like lm-eval's DummyLM): a response's length is fixed by its first
+token, drawn from its own seed, so lengths are heavy-tailed (most short, some long) and exactly reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from training.batch import build_policy_batch
+from training.collect import RolloutLimits, StreamKey
+from training.iteration_rollouts import roll_out_iteration
+from training.losses import log_z_baseline, mirror_descent_loss
+from training.rollout.base import FINISH_LENGTH, FINISH_STOP, Completion, SamplingSettings, request_limit
+from training.trajectories import Group, ReplayBuffer, Trajectory
+
+EOS, FILLER, PROMPT_LENGTH = 0, 5, 3
+SHORT, LONG = 4, 40
+
+
+class ScriptedEngine:
+    """Responses of SHORT tokens (first token < 70) or LONG tokens (first token >= 70), ending in EOS."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, requests, settings):
+        self.calls += 1
+        results = []
+        for request in requests:
+            completions = []
+            for seed in request.sample_seeds:
+                done = list(request.prompt_ids[PROMPT_LENGTH:])
+                first = done[0] if done else random.Random(seed).randrange(1, 100)
+                target = SHORT if first < 70 else LONG
+                tokens = ([first] if not done else []) + [FILLER] * (target - len(done) - 1 - (0 if done else 1))
+                tokens = tokens + [EOS]
+                limit = request_limit(request, settings)
+                finish = FINISH_STOP if len(tokens) <= limit else FINISH_LENGTH
+                tokens = tokens[:limit]
+                completions.append(Completion(tuple(tokens), (0.0,) * len(tokens), finish))
+            results.append(completions)
+        return results
+
+    def update_weights(self, model):
+        pass
+
+    def close(self):
+        pass
+
+
+def draw_from(counter: list[int]):
+    def draw(count: int, first_position: int) -> list[Group]:
+        groups = [Group(problem_index=counter[0] + offset, started_iteration=counter[1], draw_position=first_position
+                        + offset, trajectories=[Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
+                  for offset in range(count)]
+        counter[0] += count
+        return groups
+    return draw
+
+
+def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None):
+    engine, buffer, counter, results = ScriptedEngine(), ReplayBuffer(), [0, 1], []
+    for iteration in range(1, iterations + 1):
+        counter[1] = iteration
+        result = roll_out_iteration(engine, buffer, draw_from(counter), share=batch, parked_limit=parked_limit,
+                                    settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, budget, 2),
+                                    streams=StreamKey(run_seed=0, iteration=iteration))
+        results.append((result, len(buffer), [g for g in buffer.groups if not g.finished]))
+    return results
+
+
+def test_every_iteration_trains_on_a_full_batch_while_long_responses_wait():
+    results = run_iterations(iterations=12, batch=8, parked_limit=16, budget=8)
+    for result, _, _ in results:
+        assert len(result.finished) == 8
+        assert all(group.finished for group in result.finished)
+    spans = [max(it - min(t.token_iterations) for g in result.finished for t in g.trajectories)
+             for it, (result, _, _) in enumerate(results, start=1)]
+    assert max(spans) >= 1, "long responses built over several iterations should reach the batch"
+    assert sum(result.rounds for result, _, _ in results) > len(results), "fresh problems refill the batch"
+
+
+def test_the_replay_buffer_stays_within_its_bound_by_completing_the_oldest():
+    results = run_iterations(iterations=12, batch=8, parked_limit=3, budget=8)
+    for result, _, unfinished in results:
+        assert len(result.finished) == 8 and len(unfinished) <= 3
+    assert sum(result.groups_completed_over_budget for result, _, _ in results) > 0
+
+
+def test_without_a_budget_one_round_finishes_the_batch():
+    for result, parked, _ in run_iterations(iterations=3, batch=8, parked_limit=32, budget=None):
+        assert result.rounds == 1 and len(result.finished) == 8 and parked == 0
+
+
+def test_segment_exclusion_keeps_every_response_in_its_group_baseline():
+    """Two short correct responses finished in iteration 1, two long wrong ones finished now (iteration 2)."""
+    def trajectory(tokens: int, made_in: int) -> Trajectory:
+        return Trajectory(prompt_ids=(1, 2), response_ids=[7] * tokens, token_iterations=[made_in] * tokens,
+                          finish_reason=FINISH_STOP)
+
+    group = Group(0, 1, [trajectory(3, 1), trajectory(3, 1), trajectory(9, 2), trajectory(9, 2)])
+    batch = build_policy_batch([group], pad_id=0, iteration=2, exclude_segments_older_than=0)
+    rewards = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
+    assert batch.token_counts.tolist() == [[0.0, 0.0, 9.0, 9.0]]  # the old segments leave the loss
+    assert batch.valid.tolist() == [[True, True, True, True]]  # but no response leaves its group
+    assert float(log_z_baseline(rewards, batch.valid, 0.1, "mean_reward")) == 0.5
+    logp = torch.zeros(1, 4, requires_grad=True)
+    loss, _ = mirror_descent_loss(logp, torch.zeros(1, 4), rewards, batch.valid, tau=0.1)
+    loss.backward()
+    # d loss / d logp_j = -(r_j - 0.5) / k: the wrong responses are pushed down
+    assert torch.allclose(logp.grad[0, 2:], torch.tensor([0.125, 0.125]))

@@ -1,0 +1,102 @@
+"""An iteration's rollouts with partial rollouts (report §2.6.2): a full batch of finished groups every time.
+
+Round 0 continues the parked groups (one segment of at most the token budget each) and starts fresh
+problems for the free batch slots. While fewer than the rank's share of `batch_size` groups are
+finished, later rounds draw fresh problems for the missing slots, so short responses keep flowing
+while long ones grow across iterations. The replay buffer is bounded (`max_parked_groups`): when
+parking would overflow it, the oldest parked groups are completed now, without the budget, and fresh
+problems that find no room are completed too. Groups finished beyond the share wait, finished, for
+the next iteration; the oldest finished groups are trained first. Without a token budget every group
+finishes in round 0, as in a plain synchronous loop.
+
+Under torchrun every rank runs the same number of rounds (each round draws in lockstep from the shared
+sampler, see training.loop.draw_problems); a rank whose share is full draws nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+from training import distributed
+from training.collect import CollectedRollouts, RolloutLimits, StreamKey, collect_rollouts
+from training.rollout.base import SamplingSettings
+from training.trajectories import Group, ReplayBuffer
+
+
+@dataclass
+class IterationRollouts:
+    """The rank's finished groups to train on, and what producing them took."""
+
+    finished: list[Group]
+    tokens_generated: int = 0
+    tokens_saved_by_repeat_stop: int = 0
+    rounds: int = 0
+    groups_completed_over_budget: int = 0  # parked groups finished without the budget to keep the buffer bounded
+
+    def add(self, collected: CollectedRollouts) -> None:
+        self.finished += collected.finished
+        self.tokens_generated += collected.tokens_generated
+        self.tokens_saved_by_repeat_stop += collected.tokens_saved_by_repeat_stop
+
+
+# draw(count, first_position) -> fresh groups; every rank calls it once per round, in lockstep
+DrawGroups = Callable[[int, int], list[Group]]
+
+
+def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: int, parked_limit: int,
+                       settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey) -> IterationRollouts:
+    """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit."""
+    carried = sorted(buffer.take_all(), key=_age)
+    result = IterationRollouts(finished=[group for group in carried if group.finished])
+    pending = [group for group in carried if not group.finished]
+    over = max(0, len(pending) - parked_limit)
+    complete, budgeted = pending[:over], pending[over:]
+    fresh = draw(max(0, share - len(result.finished) - len(pending)), 0)
+    drawn = len(fresh)
+    budgeted, complete = _place(fresh, budgeted, complete, parked_limit)
+    waiting: list[Group] = []  # unfinished groups that used this iteration's budget
+    while True:
+        waiting += _roll(engine, budgeted, complete, settings, limits,
+                         dataclasses.replace(streams, round=result.rounds), result)
+        result.rounds += 1
+        need = share - len(result.finished)
+        if not any(count > 0 for count in distributed.all_gather_objects(need)):
+            break
+        need = max(0, need)
+        forced = min(max(0, need - (parked_limit - len(waiting))), len(waiting))
+        complete, waiting = waiting[:forced], waiting[forced:]
+        fresh = draw(need - forced, drawn)
+        drawn += len(fresh)
+        budgeted, complete = _place(fresh, waiting[:0], complete, parked_limit - len(waiting))
+    result.finished.sort(key=_age)
+    buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
+    result.finished = result.finished[:share]
+    return result
+
+
+def _age(group: Group) -> tuple[int, int]:
+    return group.started_iteration, group.draw_position
+
+
+def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],
+           room: int) -> tuple[list[Group], list[Group]]:
+    """Fresh groups join the budgeted ones while the buffer has room for them if they park; the rest complete."""
+    free = max(0, room - len(budgeted))
+    return budgeted + fresh[:free], complete + fresh[free:]
+
+
+def _roll(engine, budgeted: list[Group], complete: list[Group], settings: SamplingSettings,
+          limits: RolloutLimits, streams: StreamKey, result: IterationRollouts) -> list[Group]:
+    """One round in one engine call: a segment for the budgeted groups, whole responses for `complete`.
+
+    Returns the groups left unfinished.
+    """
+    result.groups_completed_over_budget += len(complete)
+    if not budgeted and not complete:
+        return []
+    collected = collect_rollouts(engine, budgeted + complete, settings, limits, streams.iteration, streams,
+                                 complete=complete)
+    result.add(collected)
+    return collected.unfinished

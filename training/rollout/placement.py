@@ -1,0 +1,42 @@
+"""Where and in what precision the torch rollout engine samples, and how many rows fit one generate call."""
+
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+KV_CACHE_SHARE = 0.5  # of the free accelerator memory, for one call's KV cache (activations take the rest)
+MAX_BATCH_SEQUENCES = 1024
+
+
+def sampling_device(model_device: torch.device, cuda_available: bool | None = None) -> torch.device:
+    """The GPU when there is one (a trainer that keeps its Hugging Face copy on the CPU, as Megatron does,
+    still samples there), else the model's own device."""
+    available = torch.cuda.is_available() if cuda_available is None else cuda_available
+    if model_device.type == "cpu" and available:
+        return torch.device("cuda")  # the current device (torchrun ranks set theirs)
+    return model_device
+
+
+def sampling_dtype(rollout_dtype: str, device: torch.device, model_dtype: torch.dtype) -> torch.dtype:
+    """rollout_dtype by name; "auto": bfloat16 on a GPU (float16 where bf16 is missing), the model's on a CPU."""
+    if rollout_dtype != "auto":
+        return DTYPES[rollout_dtype]
+    if device.type != "cuda":
+        return model_dtype
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def kv_cache_bytes_per_token(model_config, dtype: torch.dtype) -> int:
+    """Bytes of keys and values one token keeps in the cache, over all layers."""
+    config = getattr(model_config, "text_config", None) or model_config
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    return 2 * config.num_hidden_layers * kv_heads * head_dim * dtype.itemsize
+
+
+def batch_sequences_for_memory(model_config, tokens_per_row: int, free_bytes: int, dtype: torch.dtype) -> int:
+    """Rows of `tokens_per_row` (prompt + new tokens) whose KV cache fits KV_CACHE_SHARE of `free_bytes`."""
+    per_row = kv_cache_bytes_per_token(model_config, dtype) * max(1, tokens_per_row)
+    return max(1, min(MAX_BATCH_SEQUENCES, int(free_bytes * KV_CACHE_SHARE) // per_row))
