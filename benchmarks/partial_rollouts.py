@@ -3,8 +3,10 @@
 Both modes run the same RL loop on the same problems and train on full batches (batch_size groups of k
 finished responses every iteration). Whole: each iteration waits for its longest response. Partial
 (report §2.6.2): a response grows at most --budget tokens per iteration, longer ones wait in the replay
-buffer while fresh problems fill the batch. Printed side by side: median iteration seconds, trained
-responses per second, and wall time to --target trained responses, with partial/whole ratios.
+buffer while fresh problems fill the batch. Printed side by side, in the steady state (after --settle
+iterations, once the replay buffer has filled): median iteration and training seconds, trained responses per
+second, generated tokens per second and the share of trained tokens from older policies; and the wall time
+to --target trained responses from the start; with partial/whole ratios.
 
 Workloads (benchmarks/workloads.py): two_mode (default; 90% of responses short, mean 20 tokens, 10% long,
 running to --max-tokens) and geometric (every token equally likely: lengths geometric with mean ~391,
@@ -30,8 +32,9 @@ PROMPT_END_TOKEN = 29  # the last token of every arithmetic prompt of the tiny t
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("two_mode", "geometric"), default="two_mode")
-    parser.add_argument("--engines", default="torch,vllm", help="comma-separated: torch, vllm")
-    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--engines", default="torch,vllm", help="comma-separated: torch, vllm (empty: none)")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--settle", type=int, default=10, help="iterations left out of the steady-state figures")
     parser.add_argument("--batch", type=int, default=8, help="problems per iteration")
     parser.add_argument("--samples", type=int, default=4, help="k responses per problem")
     parser.add_argument("--max-tokens", type=int, default=512)
@@ -42,15 +45,16 @@ def parse_arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def records(count: int, seed: int):
+def records(count: int, seed: int, difficulties: tuple[str, ...] = ("easy", "medium", "hard", "expert")):
     from training.tasks.arithmetic import generate
     from training.types import PromptRecord
 
     return [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer, difficulty=p.difficulty)
-            for p in generate(count, seed=seed)]
+            for p in generate(count, seed=seed, difficulties=difficulties)]
 
 
-def run_loop(settings: dict, models_dir: Path, prompt_records) -> list:
+def run_loop(settings: dict, models_dir: Path, prompt_records, output: Path | None = None) -> list:
+    """The loop's iteration reports; checkpoints go to `output` (default: a temporary folder)."""
     from common.knobs import parse_config
     from training.config import RLConfig
     from training.loop import run
@@ -58,24 +62,31 @@ def run_loop(settings: dict, models_dir: Path, prompt_records) -> list:
 
     config = parse_config(RLConfig, {"checkpoint_every_iterations": 10_000, **settings})
     reports = []
-    with tempfile.TemporaryDirectory() as output:
-        run(config, prompt_records, RunPaths(Path(output), models_dir), TrainingHooks(on_iteration=reports.append))
+    with tempfile.TemporaryDirectory() as scratch:
+        paths = RunPaths(output or Path(scratch), models_dir)
+        run(config, prompt_records, paths, TrainingHooks(on_iteration=reports.append))
     return reports
 
 
-def throughput(reports, samples: int, target: int) -> dict[str, float]:
-    seconds = [report.seconds for report in reports]
-    trained = [report.extra["groups_trained"] * samples for report in reports]
+def throughput(reports, samples: int, target: int, settle: int) -> dict[str, float]:
+    """Steady-state figures over the iterations after the first `settle` (the replay buffer fills first, and
+    until then a partial run trains mostly short responses), and the wall time to `target` trained responses
+    counted from the start."""
     elapsed, done, to_target = 0.0, 0.0, float("nan")
-    for spent, count in zip(seconds, trained):
-        elapsed, done = elapsed + spent, done + count
+    for report in reports:
+        elapsed, done = elapsed + report.seconds, done + report.extra["groups_trained"] * samples
         if done >= target:
             to_target = elapsed
             break
-    return {"iteration_s": statistics.median(seconds), "responses_trained_per_s": sum(trained) / sum(seconds),
-            "seconds_to_target": to_target, "tokens_generated_per_s": sum(r.tokens_generated for r in reports)
-            / sum(seconds), "groups_parked_last": reports[-1].extra["groups_parked"],
-            "policy_version_span_max": max(r.extra["policy_version_span"] for r in reports)}
+    steady = reports[settle:]
+    seconds = sum(report.seconds for report in steady)
+    return {"iteration_s": statistics.median(report.seconds for report in steady),
+            "train_s": statistics.median(report.extra["train_seconds"] for report in steady),
+            "responses_trained_per_s": sum(report.extra["groups_trained"] * samples for report in steady) / seconds,
+            "seconds_to_target": to_target,
+            "tokens_generated_per_s": sum(report.tokens_generated for report in steady) / seconds,
+            "old_policy_token_share": statistics.mean(report.extra["old_policy_token_share"] for report in steady),
+            "policy_version_span_max": max(report.extra["policy_version_span"] for report in reports)}
 
 
 def speed(args, model: Path, models_dir: Path) -> None:
@@ -85,35 +96,38 @@ def speed(args, model: Path, models_dir: Path) -> None:
     if args.target > args.iterations * args.batch * args.samples:
         raise SystemExit("--target exceeds the responses the run trains; raise --iterations")
     print(f"{args.workload} workload, {args.iterations} iterations of {args.batch} problems x k={args.samples}, "
-          f"max {args.max_tokens} tokens, budget {args.budget}, max_parked_groups {args.max_parked}")
+          f"max {args.max_tokens} tokens, budget {args.budget}, max_parked_groups {args.max_parked}; steady state: "
+          f"iterations {args.settle + 1}..{args.iterations}; seconds_to_target counts from iteration 1")
     print(f"{'engine':<7}{'metric':<26}{'whole':>12}{'partial':>12}{'partial/whole':>15}")
     for engine in args.engines.split(","):
         whole = throughput(run_loop({**base, "rollout_engine": engine}, models_dir, prompt_records),
-                           args.samples, args.target)
+                           args.samples, args.target, args.settle)
         partial = throughput(run_loop({**base, "rollout_engine": engine, "partial_rollout_token_budget": args.budget,
                                        "max_parked_groups": args.max_parked}, models_dir, prompt_records),
-                             args.samples, args.target)
+                             args.samples, args.target, args.settle)
         for name in whole:
             ratio = partial[name] / whole[name] if whole[name] else float("nan")
             print(f"{engine:<7}{name:<26}{whole[name]:>12.3f}{partial[name]:>12.3f}{ratio:>15.2f}")
 
 
 def learning(args, models_dir: Path) -> None:
-    """The demo recipe's warm-up, then RL in both modes from the same warm model: training accuracy by iteration."""
+    """The demo recipe on the easy problems in both modes from the same warmed-up model: accuracy by iteration."""
+    from training.checkpoint import checkpoint_dir
     from training.recipes import TINY_DEMO
 
-    prompt_records = records(256, seed=0)
-    recipe = {**TINY_DEMO, "iterations": 16}
-    warm = run_loop({**recipe, "iterations": 1, "checkpoint_every_iterations": 1}, models_dir, prompt_records)
-    del warm  # the warm-up is saved as the run's checkpoint 0; the runs below redo it with the same seed
-    curves = {}
-    for mode, budget in (("whole", None), ("partial", 16)):
-        reports = run_loop({**recipe, "partial_rollout_token_budget": budget}, models_dir, prompt_records)
-        curves[mode] = [report.train_accuracy for report in reports]
-    print("\ntraining accuracy (demo recipe, 16 iterations; partial: budget 16 of 64 tokens)")
-    print(f"{'mode':<9}{'iterations 1-4':>16}{'iterations 13-16':>18}  by iteration")
+    prompt_records, iterations, budget = records(256, seed=0, difficulties=("easy",)), 24, 8
+    recipe = {**TINY_DEMO, "model": "tiny", "iterations": iterations}
+    curves = {"whole": [r.train_accuracy for r in run_loop(recipe, models_dir, prompt_records,
+                                                           output=models_dir / "learning-whole")]}
+    warm = str(checkpoint_dir(models_dir / "learning-whole", 0))  # the warm-up both runs start from
+    partial = run_loop({**recipe, "model": warm, "warmup_sft_steps": 0, "partial_rollout_token_budget": budget},
+                       models_dir, prompt_records)
+    curves["partial"] = [report.train_accuracy for report in partial]
+    print(f"\ntraining accuracy, demo recipe on the easy problems, {iterations} iterations "
+          f"(partial: budget {budget} of {recipe['max_response_tokens']} tokens)")
+    print(f"{'mode':<9}{'iterations 1-6':>16}{'last 6':>10}  by iteration")
     for mode, curve in curves.items():
-        print(f"{mode:<9}{statistics.mean(curve[:4]):>16.3f}{statistics.mean(curve[-4:]):>18.3f}  "
+        print(f"{mode:<9}{statistics.mean(curve[:6]):>16.3f}{statistics.mean(curve[-6:]):>10.3f}  "
               + " ".join(f"{value:.2f}" for value in curve))
 
 
@@ -125,7 +139,8 @@ def main() -> None:
         models_dir = Path(scratch)
         model = two_mode_model(models_dir, PROMPT_END_TOKEN) if args.workload == "two_mode" \
             else geometric_model(models_dir)
-        speed(args, model, models_dir)
+        if args.engines:
+            speed(args, model, models_dir)
         if args.learning:
             learning(args, models_dir)
 

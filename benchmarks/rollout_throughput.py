@@ -1,6 +1,7 @@
 """Rollout tokens/s of the vLLM engine versus the torch engine, and vLLM's weight-update seconds, side by side.
 
-On the tiny preset (created in a temporary directory unless --model-dir is given). Set
+On the tiny preset (created in a temporary directory unless --model-dir is given), with one seeded random
+stream per sample as the RL loop asks for them (--unseeded: one call seed, as evaluations do). Set
 OMP_NUM_THREADS=1 on small shared CPUs before running; the vLLM engine sets its own defaults
 (in-process engine core, 1 GiB CPU KV cache).
 """
@@ -27,6 +28,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed generate calls per engine (median)")
     parser.add_argument("--update-repeats", type=int, default=5, help="timed weight updates (median)")
     parser.add_argument("--model-dir", help="a saved Hugging Face model directory instead of the tiny preset")
+    parser.add_argument("--unseeded", action="store_true", help="no per-sample seeds")
     return parser.parse_args()
 
 
@@ -65,8 +67,13 @@ def main() -> None:
         model_dir = arguments.model_dir or str(create_tiny_preset(Path(scratch) / "tiny"))
         model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
         problems = generate(arguments.prompts, seed=0)
+        from training.rollout.seeds import stream_seed
+
         requests = [RolloutRequest(tuple(tokenizer(f"Problem: {p.problem}\nSolution:")["input_ids"]),
-                                   n=arguments.samples) for p in problems]
+                                   n=arguments.samples,
+                                   sample_seeds=() if arguments.unseeded else
+                                   tuple(stream_seed(0, index, sample) for sample in range(arguments.samples)))
+                    for index, p in enumerate(problems)]
         settings = SamplingSettings(max_new_tokens=arguments.new_tokens, temperature=1.0)
 
         torch_rate, torch_tokens = rollout_tokens_per_second(

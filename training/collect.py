@@ -34,7 +34,7 @@ class StreamKey:
 
     def seed(self, group: Group, sample_index: int) -> int:
         return stream_seed(self.run_seed, self.iteration, self.round, self.rank, group.started_iteration,
-                           group.draw_position, sample_index)
+                           group.draw_position, group.problem_index, sample_index)
 
 
 @dataclass(frozen=True)

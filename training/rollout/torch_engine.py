@@ -62,6 +62,7 @@ class TorchRolloutEngine:
         results: list[list[Completion] | None] = [None] * len(requests)
         seeds = [request_seeds(request, index, settings) for index, request in enumerate(requests)]
         limits = [request_limit(request, settings) for request in requests]
+        self._check_context(requests, limits)
         by_limit = sorted(range(len(requests)), key=lambda index: -limits[index])
         for chunk in self._chunks(by_limit, requests, limits):
             outputs = self._generate_batch([requests[i] for i in chunk], settings, [limits[i] for i in chunk],
@@ -69,6 +70,16 @@ class TorchRolloutEngine:
             for index, completions in zip(chunk, outputs):
                 results[index] = completions
         return results  # type: ignore[return-value]
+
+    def _check_context(self, requests: Sequence[RolloutRequest], limits: list[int]) -> None:
+        """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently."""
+        config = getattr(self.model.config, "text_config", None) or self.model.config
+        window = getattr(config, "max_position_embeddings", None)
+        for index, (request, limit) in enumerate(zip(requests, limits)):
+            if window is not None and len(request.prompt_ids) + limit > window and not request.images:
+                raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new "
+                                 f"tokens exceeds the model's context window of {window}; lower the response limit "
+                                 "or shorten the prompt")
 
     def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest], limits: list[int]) -> list[list[int]]:
         """Split request indices (longest limit first) into generate calls of at most the row budget."""

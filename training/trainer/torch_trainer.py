@@ -42,14 +42,20 @@ class TorchTrainer:
         return contextlib.nullcontext()
 
     def sequence_logprobs(self, batch: PolicyBatch, rows: slice, grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rows,) summed response log-probs and (rows, T-1) token log-probs of a slice of the batch."""
-        input_ids = batch.input_ids[rows].to(self.device)
-        attention = batch.attention_mask[rows].to(self.device)
-        mask = batch.loss_mask[rows].to(self.device)
+        """(rows,) summed response log-probs and (rows, T-1) token log-probs of a slice of the batch.
+
+        The slice runs at its own longest sequence, not the batch's (rows are right-padded), so a micro-batch
+        without a long response costs no padding; its token log-probs are padded back with zeros.
+        """
+        width = max(2, int(batch.attention_mask[rows].sum(dim=1).max()))
+        input_ids = batch.input_ids[rows, :width].to(self.device)
+        attention = batch.attention_mask[rows, :width].to(self.device)
+        mask = batch.loss_mask[rows, :width - 1].to(self.device)
         with torch.set_grad_enabled(grad), self._autocast():
             tokens = token_logprobs(self.wrapped if grad else self.model, input_ids, attention,
                                     self.config.temperature)
-        return (tokens * mask).sum(dim=1), tokens
+        sequence = (tokens * mask).sum(dim=1)
+        return sequence, F.pad(tokens, (0, batch.input_ids.shape[1] - width))
 
     @torch.no_grad()
     def all_logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
