@@ -5,7 +5,7 @@ token (the tokenizer's EOS) under EXTRA_ARG_EOS. After every decoding step the p
 request and per period p <= max_period, how many trailing tokens equal the token p places before them
 (constant work a step); once the last p * max(min_repeats, ceil(min_span / p)) tokens are p-periodic, the
 request's next token is forced to EOS. The engine recognises the forced EOS (the tokens before it end in
-a repeat), drops it and reports FINISH_REPEAT. Imported by vLLM by its qualified name (VllmRolloutEngine).
+a repeat), drops it and reports FINISH_REPEAT. vLLM imports it by name (vllm_engine.REPEAT_STOP_PROCESSOR).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from vllm.v1.sample.logits_processor.builtin import process_dict_updates
 
 EXTRA_ARG = "mirrorlab_repeat_stop"
 EXTRA_ARG_EOS = "mirrorlab_repeat_stop_eos"
-QUALIFIED_NAME = "training.rollout.vllm_repeat_stop:RepeatStopLogitsProcessor"
 
 
 class RepeatWatch:
