@@ -32,6 +32,18 @@ class PolicyBatch:
         """Row range of a slice of groups."""
         return slice(group_slice.start * self.samples, group_slice.stop * self.samples)
 
+    def longest_first(self) -> torch.Tensor:
+        """(G,) group order by each group's longest sequence, longest first (ties keep batch order)."""
+        longest = self.attention_mask.sum(dim=1).view(self.groups, self.samples).max(dim=1).values
+        return torch.sort(longest, descending=True, stable=True).indices
+
+    def select_groups(self, order: torch.Tensor) -> "PolicyBatch":
+        """The batch with its groups in `order` (G,), each group's rows kept together."""
+        rows = (order.unsqueeze(1) * self.samples + torch.arange(self.samples)).flatten()
+        return PolicyBatch(input_ids=self.input_ids[rows], attention_mask=self.attention_mask[rows],
+                           loss_mask=self.loss_mask[rows], token_counts=self.token_counts[order],
+                           valid=self.valid[order], groups=self.groups, samples=self.samples)
+
 
 def build_policy_batch(groups: list[Group], pad_id: int, iteration: int,
                        exclude_segments_older_than: int | None) -> PolicyBatch:

@@ -113,3 +113,18 @@ def test_segment_exclusion_keeps_every_response_in_its_group_baseline():
     loss.backward()
     # d loss / d logp_j = -(r_j - 0.5) / k: the wrong responses are pushed down
     assert torch.allclose(logp.grad[0, 2:], torch.tensor([0.125, 0.125]))
+
+
+def test_reordering_groups_keeps_each_group_s_rows_rewards_and_masks_together():
+    def group(lengths: list[int], token: int) -> Group:
+        return Group(0, 1, [Trajectory(prompt_ids=(1, 2), response_ids=[token] * n, token_iterations=[1] * n,
+                                       finish_reason=FINISH_STOP) for n in lengths])
+
+    batch = build_policy_batch([group([2, 3], 7), group([9, 1], 8), group([5, 5], 9)], pad_id=0, iteration=1,
+                               exclude_segments_older_than=None)
+    order = batch.longest_first()
+    assert order.tolist() == [1, 2, 0]  # longest responses 9, 5, 3
+    reordered = batch.select_groups(order)
+    assert reordered.input_ids[:2, 2].tolist() == [8, 8] and reordered.input_ids[4:, 2].tolist() == [7, 7]
+    assert reordered.token_counts.tolist() == [[9.0, 1.0], [5.0, 5.0], [2.0, 3.0]]
+    assert torch.equal(reordered.loss_mask[0], batch.loss_mask[2])

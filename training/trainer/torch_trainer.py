@@ -78,6 +78,9 @@ class TorchTrainer:
         whole batch: the loss is the mean over all ranks' groups (see `_accumulate`).
         """
         config = self.config
+        if batch is not None:  # long groups share micro-batches, which then run at their own length
+            order = batch.longest_first()
+            batch, rewards = batch.select_groups(order), rewards[order]
         total_groups = int(distributed.all_reduce_sum({"groups": batch.groups if batch else 0})["groups"])
         ref_sequence, ref_tokens = self.reference_logprobs(batch) if batch else (None, None)
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=0.0)
