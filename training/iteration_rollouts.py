@@ -10,7 +10,7 @@ the next iteration; the oldest finished groups are trained first. Without a toke
 finishes in round 0, as in a plain synchronous loop.
 
 Under torchrun every rank runs the same number of rounds (each round draws in lockstep from the shared
-sampler, see training.loop.draw_problems); a rank whose share is full draws nothing.
+sampler, see training.loop.draw_groups); a rank whose share is full draws nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class IterationRollouts:
     tokens_generated: int = 0
     tokens_saved_by_repeat_stop: int = 0
     rounds: int = 0
-    groups_completed_over_budget: int = 0  # parked groups finished without the budget to keep the buffer bounded
+    groups_completed_over_budget: int = 0  # groups run to their end, ignoring the budget, to keep the buffer bounded
 
     def add(self, collected: CollectedRollouts) -> None:
         self.finished += collected.finished
@@ -48,7 +48,7 @@ DrawGroups = Callable[[int, int], list[Group]]
 def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: int, parked_limit: int,
                        settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey) -> IterationRollouts:
     """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit."""
-    carried = sorted(buffer.take_all(), key=_age)
+    carried = sorted(buffer.take_all(), key=lambda group: group.age)
     result = IterationRollouts(finished=[group for group in carried if group.finished])
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
@@ -69,15 +69,11 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
         complete, waiting = waiting[:forced], waiting[forced:]
         fresh = draw(need - forced, drawn)
         drawn += len(fresh)
-        budgeted, complete = _place(fresh, waiting[:0], complete, parked_limit - len(waiting))
-    result.finished.sort(key=_age)
+        budgeted, complete = _place(fresh, [], complete, parked_limit - len(waiting))
+    result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]
     return result
-
-
-def _age(group: Group) -> tuple[int, int]:
-    return group.started_iteration, group.draw_position
 
 
 def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],

@@ -22,7 +22,7 @@ from training.session import RunSession, start_session
 from training.trajectories import Group
 from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
 
-REPEAT_LIMITS = RepeatLimits(max_period=32, min_repeats=4, min_span=16)
+REPEAT_LIMITS = RepeatLimits()  # a block of <= 32 tokens repeated >= 4 times over >= 16 tokens
 
 
 def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hooks: TrainingHooks) -> TrainingOutcome:
@@ -125,14 +125,17 @@ def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parke
                  samples: list[SampleReport]) -> RolloutResults:
     """This rank's part of the iteration's results."""
     finished = rollouts.finished
-    made_in = [made for group in finished for t in group.trajectories for made in t.token_iterations]
-    reused = sum(1 for made in made_in if made < iteration)
-    counts = {"rollout_rounds": float(rollouts.rounds), "response_tokens_trained": float(len(made_in)),
+    trajectories = [t for group in finished for t in group.trajectories]
+    reused = sum(t.tokens_before(iteration) for t in trajectories)
+    counts = {"rollout_rounds": float(rollouts.rounds),
+              "response_tokens_trained": float(sum(len(t.token_iterations) for t in trajectories)),
               "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
               "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
                           tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=parked,
-                          samples=samples, counts=counts, oldest_token_iteration=min(made_in, default=None))
+                          samples=samples, counts=counts,
+                          oldest_token_iteration=min((t.token_iterations[0] for t in trajectories if t.token_iterations),
+                                                     default=None))
 
 
 def merge_results(parts: list[RolloutResults]) -> RolloutResults:

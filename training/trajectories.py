@@ -41,6 +41,11 @@ class Group:
     def finished(self) -> bool:
         return all(trajectory.finished for trajectory in self.trajectories)
 
+    @property
+    def age(self) -> tuple[int, int]:
+        """Sort key, oldest draw first: (iteration it was drawn in, draw position)."""
+        return self.started_iteration, self.draw_position
+
 
 class ReplayBuffer:
     """Groups whose responses are still being generated, carried to the next iteration."""
@@ -53,10 +58,6 @@ class ReplayBuffer:
 
     def park(self, groups: list[Group]) -> None:
         self.groups.extend(groups)
-
-    def oldest_first(self) -> list[Group]:
-        """The parked groups, oldest draw first (stable for equal iterations)."""
-        return sorted(self.groups, key=lambda group: (group.started_iteration, group.draw_position))
 
     def take_all(self) -> list[Group]:
         groups, self.groups = self.groups, []

@@ -79,5 +79,12 @@ def request_seeds(request: RolloutRequest, index: int, settings: SamplingSetting
     return [stream_seed(settings.seed, index, sample) for sample in range(request.n)]
 
 
+def check_room(index: int, request: RolloutRequest, limit: int, window: int, whose: str) -> None:
+    """Refuse a request whose prompt plus `limit` new tokens exceed the context `window`: engines never cut short."""
+    if len(request.prompt_ids) + limit > window:
+        raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new tokens "
+                         f"exceeds {whose} of {window}; lower the response limit or shorten the prompt")
+
+
 def request_limit(request: RolloutRequest, settings: SamplingSettings) -> int:
     return settings.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens

@@ -15,8 +15,8 @@ import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
-    request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, check_room,
+    request_limit, request_seeds,
 )
 from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
 from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
@@ -76,10 +76,8 @@ class TorchRolloutEngine:
         config = getattr(self.model.config, "text_config", None) or self.model.config
         window = getattr(config, "max_position_embeddings", None)
         for index, (request, limit) in enumerate(zip(requests, limits)):
-            if window is not None and len(request.prompt_ids) + limit > window and not request.images:
-                raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new "
-                                 f"tokens exceeds the model's context window of {window}; lower the response limit "
-                                 "or shorten the prompt")
+            if window is not None and not request.images:  # image placeholders grow in the engine: not counted here
+                check_room(index, request, limit, window, "the model's context window")
 
     def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest], limits: list[int]) -> list[list[int]]:
         """Split request indices (longest limit first) into generate calls of at most the row budget."""

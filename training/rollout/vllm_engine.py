@@ -33,8 +33,8 @@ from typing import Sequence
 import torch
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, request_limit,
-    request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, check_room,
+    request_limit, request_seeds,
 )
 from training.rollout.repeats import repeated_tail_start
 from training.rollout.vision import open_image
@@ -190,10 +190,7 @@ class VllmRolloutEngine:
         if not request.prompt_ids:
             raise ValueError(f"request {index}: prompt_ids is empty")
         limit = request_limit(request, settings)
-        if len(request.prompt_ids) + limit > self.max_model_len:
-            raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new tokens "
-                             f"exceeds the engine's max_model_len of {self.max_model_len}; lower the response "
-                             "limit or shorten the prompt")
+        check_room(index, request, limit, self.max_model_len, "the engine's max_model_len")
         if limit < 1:
             raise ValueError(f"request {index}: asks for {limit} new tokens; at least 1 is needed")
         return limit
@@ -201,13 +198,13 @@ class VllmRolloutEngine:
     def _sampling_params(self, n: int, limit: int, settings: SamplingSettings, seed: int | None):
         from vllm import SamplingParams
 
-        greedy = settings.temperature == 0
-        # ignore_eos + stop_token_ids: stop at the tokenizer's EOS only (as the torch engine does),
-        # not at extra end ids a generation_config.json may list; the stop token stays in token_ids.
         from training.rollout.vllm_repeat_stop import EXTRA_ARG, EXTRA_ARG_EOS
 
+        greedy = settings.temperature == 0
         repeat_stop = None if settings.stop_repeats is None else \
             {EXTRA_ARG: settings.stop_repeats.as_dict(), EXTRA_ARG_EOS: self.eos_id}
+        # ignore_eos + stop_token_ids: stop at the tokenizer's EOS only (as the torch engine does),
+        # not at extra end ids a generation_config.json may list; the stop token stays in token_ids.
         return SamplingParams(
             n=n, temperature=settings.temperature, top_p=1.0 if greedy else settings.top_p,
             max_tokens=limit, logprobs=0, ignore_eos=True, stop_token_ids=[self.eos_id], detokenize=False,
