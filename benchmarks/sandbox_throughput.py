@@ -20,7 +20,7 @@ A_PLUS_B = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 def measure(backend: str, runs: int, workers: int) -> tuple[float, float]:
     """(judge start-up seconds, executions per second) of `runs` A+B test cases."""
-    from evaluation.sandbox import ACCEPTED, CodeJudge
+    from grading.sandbox import ACCEPTED, CodeJudge
 
     items = [(A_PLUS_B, [{"kind": "stdin", "input": f"{index} {index + 1}\n", "output": f"{2 * index + 1}\n"}])
              for index in range(runs)]
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--forkserver-runs", type=int, default=1000, help="A+B executions in the fork server")
     parser.add_argument("--workers", type=int, default=2, help="parallel sandbox workers (one uid each)")
     arguments = parser.parse_args()
-    from evaluation.sandbox import probe
+    from grading.sandbox import probe
 
     print(probe().summary())
     rows = [("bwrap", *measure("bwrap", arguments.bwrap_runs, arguments.workers)),

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=400, help="checks per measurement")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
     arguments = parser.parse_args()
-    from evaluation.verifier import MathVerifier, extract_answer, is_equivalent
+    from grading.verifier import MathVerifier, extract_answer, is_equivalent
 
     def direct(pairs):
         return [is_equivalent(extract_answer(response), reference) for response, reference in pairs]

@@ -48,6 +48,10 @@ def from_files(name: str) -> Callable[..., list[BenchmarkProblem]]:
     return lambda data_dir, limit=None, fetch_missing=False: load_benchmark(name, data_dir, limit, fetch_missing)
 
 
+# Judges that compare an extracted final answer with the reference (evaluation.runner.ANSWER_RULES): their
+# benchmarks take an extraction policy and a grader mode (the CoT judge model).
+ANSWER_JUDGES = ("equivalence", "integer")
+
 BUILTIN_BENCHMARKS: dict[str, BenchmarkSpec] = {
     "aime24": BenchmarkSpec(from_files("aime24"), judge="integer"),
     "aime25": BenchmarkSpec(from_files("aime25"), judge="integer"),
@@ -61,3 +65,9 @@ BUILTIN_BENCHMARKS: dict[str, BenchmarkSpec] = {
                                question=mathvista_question, needs_images=True),
     "synthetic-arithmetic": BenchmarkSpec(load_synthetic_arithmetic, judge="equivalence"),
 }
+
+
+def grades_final_answers(benchmark: str) -> bool:
+    """Whether the benchmark is judged on an extracted final answer (lm-eval tasks and code are not)."""
+    spec = BUILTIN_BENCHMARKS.get(benchmark)
+    return spec is not None and spec.judge in ANSWER_JUDGES

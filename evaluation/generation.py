@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from training.prompting import decode_response
+from training.prompting import decode_response, prompt_ids
 from training.rollout import rollout_engines
 from training.rollout.base import FINISH_STOP, RolloutRequest, SamplingSettings
 
@@ -58,3 +58,15 @@ class ModelGenerator:
     def close(self) -> None:
         self.engine.close()
         self.model = None
+
+
+def text_generate(generator: ModelGenerator, max_tokens: int, seed: int) -> Callable[[list[str]], list[str]]:
+    """The generator as a CoT judge's generate(prompts) -> texts: each prompt as one user message of the chat
+    template (the bare text without one), one greedy output each, the whole batch in one engine call."""
+    def generate(prompts: list[str]) -> list[str]:
+        tokenizer = generator.tokenizer
+        ids = [prompt_ids(prompt, tokenizer, instruction="") if getattr(tokenizer, "chat_template", None)
+               else tuple(tokenizer(prompt).input_ids) for prompt in prompts]
+        outputs = generator.generate(ids, n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0, seed=seed)
+        return [samples[0].text for samples in outputs]
+    return generate

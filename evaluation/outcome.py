@@ -23,7 +23,11 @@ class SampleOutcome:
     truncated: bool
     correct: bool
     extracted_answer: str = ""
-    detail: str = ""  # why it was judged so: a sandbox verdict, a verifier timeout...
+    detail: str = ""  # why it was judged so: a sandbox verdict, a verifier timeout, a judge error...
+    extraction_policy: str = ""  # how the final answer was found ("" where no answer is extracted: code)
+    graded_by: str = ""  # "rule" (verifier, sandbox...) or "judge" (the CoT judge model)
+    judge_verdict: str = ""  # the judge's "correct" or "incorrect", "error" when it did not parse, "" when not asked
+    judge_reasoning: str = ""  # the judge's reasoning (its whole output on an error)
 
 
 @dataclass(frozen=True)

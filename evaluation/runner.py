@@ -1,15 +1,16 @@
-"""Our runner for the built-in benchmarks: batched generation, judging, scoring."""
+"""Our runner for the built-in benchmarks: batched generation, grading, scoring."""
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from evaluation.benchmarks import BUILTIN_BENCHMARKS, BenchmarkSpec
+from evaluation.benchmarks import ANSWER_JUDGES, BUILTIN_BENCHMARKS, BenchmarkSpec
 from evaluation.context import EvalContext
 from evaluation.datasets import BenchmarkProblem, require_images
 from evaluation.generation import GeneratedResponse
-from evaluation.judges.base import Judgement
-from evaluation.judges.code import judge_programs
+from grading.cot_judge import RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
+from grading.judgement import Judgement
+from evaluation.judges.code import judge_benchmark_programs
 from evaluation.judges.math import judge_equivalence, judge_integer
 from evaluation.judges.mathvista import judge_mathvista
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome
@@ -18,12 +19,19 @@ from evaluation.suite_config import BenchmarkSettings
 from training.prompting import prompt_ids, vision_prompt_ids
 
 Pairs = Sequence[tuple[BenchmarkProblem, str]]
+# Judges of an extracted final answer: (pairs, context, extraction policy) -> RuleVerdicts. Their benchmarks
+# take a grader mode, so the CoT judge model can grade them too (evaluation.benchmarks.ANSWER_JUDGES).
+ANSWER_RULES: dict[str, Callable[[Pairs, EvalContext, str], list[RuleVerdict]]] = {
+    "equivalence": lambda pairs, context, policy: judge_equivalence(pairs, context.verifier, policy),
+    "integer": lambda pairs, context, policy: judge_integer(pairs, policy),
+}
+# The other judges (a program run on tests, MathVista's options): rule only.
 JUDGES: dict[str, Callable[[Pairs, EvalContext], list[Judgement]]] = {
-    "equivalence": lambda pairs, context: judge_equivalence(pairs, context.verifier),
-    "integer": lambda pairs, context: judge_integer(pairs),
-    "code": lambda pairs, context: judge_programs(pairs, context.code_judge),
+    "code": lambda pairs, context: judge_benchmark_programs(pairs, context.code_judge),
     "mathvista": lambda pairs, context: [judge_mathvista(problem, response) for problem, response in pairs],
 }
+assert set(ANSWER_RULES) == set(ANSWER_JUDGES), "evaluation.benchmarks.ANSWER_JUDGES names the answer rules"
+JUDGE_ERROR = "error"  # SampleOutcome.judge_verdict of a judge output whose verdict did not parse
 
 
 class EvaluationError(Exception):
@@ -59,20 +67,64 @@ def problem_images(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem]) ->
     return {"images": [(problem.image,) for problem in problems]} if spec.needs_images else {}
 
 
-def judge_batch(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem],
+def grade_pairs(spec: BenchmarkSpec, settings: BenchmarkSettings, pairs: Pairs, context: EvalContext) -> list[Grade]:
+    """Grade (problem, response) pairs under the benchmark's grader mode and extraction policy, in order."""
+    if spec.judge not in ANSWER_RULES:
+        return [Grade(judgement.correct, RULE, rule=RuleVerdict(judgement.correct, True, judgement.extracted,
+                                                                judgement.detail))
+                for judgement in JUDGES[spec.judge](pairs, context)]
+    items = [JudgeItem(spec.question(problem), problem.answer, response) for problem, response in pairs]
+    problem_of = {id(item): problem for item, (problem, _) in zip(items, pairs)}
+
+    def rule(chosen: Sequence[JudgeItem]) -> list[RuleVerdict]:
+        chosen_pairs = [(problem_of[id(item)], item.response) for item in chosen]
+        return ANSWER_RULES[spec.judge](chosen_pairs, context, settings.extraction_policy)
+
+    judge = (context.cot_judge(settings.judge_model, settings.judge_max_tokens)
+             if grader_mode_uses_judge(settings.grader_mode) else None)
+    return grade(items, settings.grader_mode, rule, judge)
+
+
+def judge_batch(spec: BenchmarkSpec, settings: BenchmarkSettings, problems: Sequence[BenchmarkProblem],
                 responses: Sequence[Sequence[GeneratedResponse]], context: EvalContext) -> list[list[SampleOutcome]]:
-    """Judge every response of a batch of problems; one list of samples per problem."""
+    """Grade every response of a batch of problems; one list of samples per problem."""
     pairs = [(problem, response.text) for problem, samples in zip(problems, responses) for response in samples]
-    judgements = iter(JUDGES[spec.judge](pairs, context))
-    return [[sample_outcome(problem, index, response, next(judgements)) for index, response in enumerate(samples)]
+    grades = iter(grade_pairs(spec, settings, pairs, context))
+    policy = settings.extraction_policy if spec.judge in ANSWER_RULES else ""
+    return [[sample_outcome(problem, index, response, next(grades), policy) for index, response in enumerate(samples)]
             for problem, samples in zip(problems, responses)]
 
 
-def sample_outcome(problem: BenchmarkProblem, index: int, response: GeneratedResponse,
-                   judgement: Judgement) -> SampleOutcome:
+def judge_verdict_text(verdict: JudgeVerdict | None) -> str:
+    """"correct", "incorrect", "error" (the output did not parse) or "" (the judge was not asked)."""
+    if verdict is None:
+        return ""
+    return JUDGE_ERROR if verdict.is_error else verdict.verdict
+
+
+def sample_outcome(problem: BenchmarkProblem, index: int, response: GeneratedResponse, graded: Grade,
+                   extraction_policy: str) -> SampleOutcome:
+    """extraction_policy is recorded where the rule extracted an answer under it."""
+    rule, judge = graded.rule, graded.judge
+    detail = judge.error if judge is not None and judge.is_error else (rule.detail if rule is not None else "")
     return SampleOutcome(problem_id=problem.problem_id, sample_index=index, response=response.text,
-                         response_tokens=response.tokens, truncated=response.truncated, correct=judgement.correct,
-                         extracted_answer=judgement.extracted, detail=judgement.detail)
+                         response_tokens=response.tokens, truncated=response.truncated, correct=graded.correct,
+                         extracted_answer=rule.extracted if rule is not None else "", detail=detail,
+                         extraction_policy=extraction_policy if rule is not None else "", graded_by=graded.graded_by,
+                         judge_verdict=judge_verdict_text(judge), judge_reasoning=judge.reasoning if judge else "")
+
+
+def grading_metadata(spec: BenchmarkSpec, settings: BenchmarkSettings, samples: Sequence[SampleOutcome]) -> dict:
+    """How the benchmark was graded, for its result: the extraction policy and grader mode of answer benchmarks;
+    with a judge, the judge model, the samples it judged and its errors (outputs with no valid verdict)."""
+    if spec.judge not in ANSWER_RULES:
+        return {}
+    metadata = {"extraction_policy": settings.extraction_policy, "grader_mode": settings.grader_mode}
+    if grader_mode_uses_judge(settings.grader_mode):
+        verdicts = [sample.judge_verdict for sample in samples if sample.judge_verdict]
+        metadata |= {"judge_model": settings.judge_model, "judged_samples": len(verdicts),
+                     "judge_errors": verdicts.count(JUDGE_ERROR)}
+    return metadata
 
 
 def outcome_from_samples(benchmark: str, per_problem: Sequence[Sequence[SampleOutcome]],
@@ -104,12 +156,13 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
                                        n=settings.samples_per_problem, max_tokens=settings.max_tokens,
                                        temperature=settings.temperature, top_p=settings.top_p,
                                        seed=context.seed + start, **problem_images(spec, batch))
-        per_problem += judge_batch(spec, batch, responses, context)
+        per_problem += judge_batch(spec, settings, batch, responses, context)
         correct = sum(sample.correct for samples in per_problem for sample in samples)
         total = sum(len(samples) for samples in per_problem)
         context.log(f"{settings.benchmark}: {len(per_problem)}/{len(problems)} problems, "
                     f"accuracy so far {correct / total:.3f}")
-    metadata = {"runner": "mirrorlab", "rollout_engine": context.rollout_engine}
+    metadata = {"runner": "mirrorlab", "rollout_engine": context.rollout_engine,
+                **grading_metadata(spec, settings, [sample for samples in per_problem for sample in samples])}
     if spec.test_set:
         metadata["test_set"] = spec.test_set
     return outcome_from_samples(settings.benchmark, per_problem, metadata)

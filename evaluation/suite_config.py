@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from common.knobs import ConfigError, knob, parse_config
+from evaluation.benchmarks import grades_final_answers
+from grading.cot_judge import GRADER_MODE_NAMES, RULE, grader_mode_uses_judge
+from grading.verifier import EXTRACTION_POLICIES, FLEXIBLE
 
 # Built-in benchmarks; any lm-evaluation-harness task is named "lm-eval:<task>".
 BENCHMARKS = (
@@ -22,6 +25,47 @@ BENCHMARKS = (
 LM_EVAL_PREFIX = "lm-eval:"
 
 
+# The grading knobs, shared by a suite's benchmarks and by a grader audit (evaluation.audit.AuditGrader).
+def extraction_policy_knob():
+    return knob(FLEXIBLE, "How the final answer is found in a response: flexible (the last \\boxed{}, else the "
+                          "last 'answer:' line) or boxed (the last \\boxed{} only). Math benchmarks only.",
+                group="grading", choices=EXTRACTION_POLICIES)
+
+
+def grader_mode_knob():
+    return knob(RULE, "Who decides correctness: rule (the verifier), judge (the chain-of-thought judge model), or "
+                      "rule_then_judge (the judge decides only what the rule cannot). Math benchmarks only.",
+                group="grading", choices=GRADER_MODE_NAMES)
+
+
+def judge_model_knob():
+    return knob(None, "The judge model of grader modes judge and rule_then_judge: a preset, a local Hugging Face "
+                      "folder or a hub id (e.g. Qwen/Qwen2.5-7B-Instruct).", group="grading")
+
+
+def judge_max_tokens_knob():
+    return knob(1024, "Longest judge reasoning, in tokens; a verdict cut off counts as a judge error.",
+                group="grading", minimum=1)
+
+
+def grading_errors(benchmark: str, extraction_policy: str, grader_mode: str, judge_model: str | None) -> dict[str, str]:
+    """The grading knobs must suit the benchmark's judge, and a judge mode needs a judge model (and only it)."""
+    errors = {}
+    answers = grades_final_answers(benchmark)
+    if extraction_policy != FLEXIBLE and not answers:
+        errors["extraction_policy"] = (f"{benchmark} is not judged on an extracted final answer, so only the "
+                                       f"default {FLEXIBLE!r} applies")
+    if grader_mode != RULE and not answers:
+        errors["grader_mode"] = (f"{benchmark} is not judged on an extracted final answer, so the judge model "
+                                 f"cannot grade it: use {RULE!r}")
+    elif grader_mode_uses_judge(grader_mode) and not judge_model:
+        errors["judge_model"] = (f"grader_mode {grader_mode!r} asks a judge model: name one (a preset, a local "
+                                 "folder or a hub id such as Qwen/Qwen2.5-7B-Instruct)")
+    if not grader_mode_uses_judge(grader_mode) and judge_model:
+        errors["judge_model"] = f"is used only by grader modes that ask the judge; grader_mode is {RULE!r}"
+    return errors
+
+
 @dataclass(frozen=True)
 class BenchmarkSettings:
     """One benchmark of a suite and how it is sampled and scored."""
@@ -32,6 +76,10 @@ class BenchmarkSettings:
     temperature: float = knob(0.0, "Sampling temperature (0 = greedy).", minimum=0.0)
     top_p: float = knob(1.0, "Nucleus sampling threshold.", exclusive_minimum=0.0, maximum=1.0)
     limit: int | None = knob(None, "Evaluate only the first N problems (empty = all).", minimum=1)
+    extraction_policy: str = extraction_policy_knob()
+    grader_mode: str = grader_mode_knob()
+    judge_model: str | None = judge_model_knob()
+    judge_max_tokens: int = judge_max_tokens_knob()
 
     def cross_field_errors(self) -> dict[str, str]:
         """The benchmark must be known (or an lm-eval task); several samples per problem need sampling."""
@@ -43,6 +91,8 @@ class BenchmarkSettings:
             errors["temperature"] = (f"0 is greedy decoding, so the {self.samples_per_problem} samples per problem "
                                      "would be identical and pass@k and maj@k meaningless: set a temperature above 0 "
                                      "(for example 0.6) or samples_per_problem 1")
+        if "benchmark" not in errors:
+            errors.update(grading_errors(self.benchmark, self.extraction_policy, self.grader_mode, self.judge_model))
         return errors
 
     def is_known_benchmark(self) -> bool:

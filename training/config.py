@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.knobs import knob
+from grading.verifier.extraction import EXTRACTION_POLICIES, FLEXIBLE
 
 # The names registered in training.sampling.samplers (kept here, in this order, so that this module does not
 # import numpy; tests/training/test_sampling.py checks that the two agree).
@@ -78,6 +79,10 @@ class RLConfig:
                                group="optimization", choices=LOG_Z_ESTIMATES)
     policy_loss: str = knob("mirror_descent", "Loss: online mirror descent (the report's), or the ReST baseline "
                             "(likelihood of the best response only).", group="optimization", choices=POLICY_LOSSES)
+    answer_extraction: str = knob(FLEXIBLE, "How the reward finds a response's final answer: 'flexible' (the last "
+                                  "\\boxed{}, else an answer line such as 'The answer is 9', else a final line "
+                                  "that is only an expression) or 'boxed' (the last \\boxed{} only).",
+                                  group="optimization", choices=EXTRACTION_POLICIES)
     length_penalty_weight: float = knob(0.0, "Weight of the length reward added to the correctness reward "
                                         "(0 turns it off).", group="length_penalty", minimum=0.0)
     length_penalty_warmup_iterations: int = knob(0, "Iterations trained without the length reward before its "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from training.prompting import decode_response, prompt_ids
-from training.rewards import correctness_rewards
+from training.rewards import CorrectnessRewards
 from training.rollout.base import RolloutRequest, SamplingSettings
 from training.types import PromptRecord
 
@@ -19,13 +19,18 @@ class HeldOutResult:
 
 
 def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], samples_per_problem: int,
-                      settings: SamplingSettings) -> HeldOutResult:
-    """Mean correctness over `samples_per_problem` responses to each record."""
+                      settings: SamplingSettings, correctness: CorrectnessRewards | None = None) -> HeldOutResult:
+    """Mean correctness over `samples_per_problem` responses to each record (graded by a fresh
+    CorrectnessRewards, closed after, unless one is given)."""
     requests = [RolloutRequest(prompt_ids(record.problem, tokenizer), n=samples_per_problem) for record in records]
     outputs = engine.generate(requests, settings)
     pairs = [(record, completion) for record, completions in zip(records, outputs) for completion in completions]
-    correct = correctness_rewards([record for record, _ in pairs],
-                                  [decode_response(completion.token_ids, tokenizer) for _, completion in pairs])
+    responses = [decode_response(completion.token_ids, tokenizer) for _, completion in pairs]
+    if correctness is None:
+        with CorrectnessRewards() as fresh:
+            correct = fresh([record for record, _ in pairs], responses)
+    else:
+        correct = correctness([record for record, _ in pairs], responses)
     lengths = [len(completion.token_ids) for _, completion in pairs]
     return HeldOutResult(accuracy=sum(correct) / len(correct), mean_response_tokens=sum(lengths) / len(lengths),
                          samples=len(correct))

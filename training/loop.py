@@ -61,8 +61,8 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
         limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
                              config.samples_per_problem),
         streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank))
-    scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration) \
-        if rollouts.finished else None
+    scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration,
+                          session.rewards) if rollouts.finished else None
     samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
         rank_results(rollouts, scored, len(session.buffer), iteration, samples)))

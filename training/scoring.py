@@ -9,7 +9,7 @@ import torch
 
 from training.length_reward import grouped_length_rewards, length_penalty_weight_at
 from training.prompting import decode_response
-from training.rewards import correctness_rewards
+from training.rewards import CorrectnessRewards
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT
 from training.trajectories import Group
 from training.types import PromptRecord, SampleReport
@@ -29,11 +29,11 @@ class ScoredGroups:
 
 
 def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], tokenizer, config,
-                 iteration: int) -> ScoredGroups:
+                 iteration: int, correctness: CorrectnessRewards) -> ScoredGroups:
     """Verify every response, then add the weighted length reward and subtract the repeat penalty."""
     pairs = [(records[group.problem_index], decode_response(t.response_ids, tokenizer))
              for group in groups for t in group.trajectories]
-    flat = correctness_rewards([record for record, _ in pairs], [response for _, response in pairs])
+    flat = correctness([record for record, _ in pairs], [response for _, response in pairs])
     correct = torch.tensor(flat, dtype=torch.float32).reshape(len(groups), len(flat) // max(len(groups), 1))
     lengths = torch.tensor([[len(t.response_ids) for t in group.trajectories] for group in groups],
                            dtype=torch.float32)

@@ -19,6 +19,7 @@ from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, resolve_model_path
 from training.prompting import prompt_ids
 from training.resume_config import check_resume
+from training.rewards import CorrectnessRewards
 from training.rollout import rollout_engines
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
@@ -44,6 +45,7 @@ class RunSession:
     paths: RunPaths
     next_iteration: int
     context: distributed.DistributedContext = distributed.SINGLE_PROCESS
+    rewards: CorrectnessRewards | None = None  # the run's grader, closed with the session
 
     @property
     def model(self):
@@ -62,7 +64,12 @@ class RunSession:
         return report
 
     def close(self) -> None:
-        self.engine.close()
+        try:
+            if self.engine is not None:
+                self.engine.close()
+        finally:
+            if self.rewards is not None:
+                self.rewards.close()
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -101,6 +108,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         config=config, records=records, prompts=prompts,
         tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,
         paths=paths, next_iteration=resume.iteration + 1 if resume else 1, context=context,
+        rewards=CorrectnessRewards(config.answer_extraction),
     )
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)

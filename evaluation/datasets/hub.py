@@ -10,7 +10,6 @@ loader, then renamed into place: a failure leaves no new or half-written file be
 from __future__ import annotations
 
 import gzip
-import importlib
 import io
 import json
 import math
@@ -23,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from common.hub_errors import unreachable_hub_errors
 from common.registry import UnknownEntry
 from evaluation.datasets import LOADERS
 from evaluation.datasets.problems import DatasetError, DatasetMissing, require_images
@@ -298,24 +298,6 @@ def hub_load_dataset(*args: Any, **kwargs: Any) -> Any:
     import datasets
 
     return datasets.load_dataset(*args, **kwargs)
-
-
-def unreachable_hub_errors() -> tuple[type[BaseException], ...]:
-    """Errors meaning "no hub": offline mode, no network, or a dataset the hub does not serve."""
-    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    candidates = {
-        "huggingface_hub.errors": ("LocalEntryNotFoundError", "OfflineModeIsEnabled"),
-        "datasets.exceptions": ("DatasetNotFoundError", "DataFilesNotFoundError"),
-        "httpx": ("TransportError",), "httpx2": ("TransportError",),
-        "requests.exceptions": ("ConnectionError", "Timeout"),
-    }
-    for module_name, names in candidates.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        errors.extend(getattr(module, name) for name in names if hasattr(module, name))
-    return tuple(errors)
 
 
 def hub_read_errors() -> tuple[type[BaseException], ...]:

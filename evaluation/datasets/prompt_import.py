@@ -90,7 +90,8 @@ def load_arguments(config: PromptImportConfig) -> tuple[tuple[Any, ...], dict[st
 
 def open_dataset(config: PromptImportConfig, load_dataset: Callable[..., Any] | None = None) -> Any:
     """The dataset split, or PromptImportError saying why it did not load."""
-    from evaluation.datasets.hub import hub_load_dataset, hub_read_errors, unreachable_hub_errors
+    from common.hub_errors import unreachable_hub_errors
+    from evaluation.datasets.hub import hub_load_dataset, hub_read_errors
 
     args, kwargs = load_arguments(config)
     try:

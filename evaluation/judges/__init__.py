@@ -3,6 +3,6 @@
 Every judge takes [(problem, response text)] and returns one Judgement per pair, in order.
 """
 
-from evaluation.judges.base import Judgement
+from grading.judgement import Judgement
 
 __all__ = ["Judgement"]

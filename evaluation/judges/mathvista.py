@@ -8,9 +8,9 @@ import string
 from fractions import Fraction
 
 from evaluation.datasets import BenchmarkProblem
-from evaluation.judges.base import Judgement
+from grading.judgement import Judgement
 from evaluation.judges.math import integer_value
-from evaluation.verifier import extract_answer, normalise
+from grading.verifier import extract_answer, normalise
 
 _OPTION_LETTER = re.compile(r"^\(?([A-Z])\)?[.:]?(?:\s|$)")
 

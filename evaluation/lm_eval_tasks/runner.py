@@ -227,7 +227,7 @@ def _enter_datasets_cache(stack: ExitStack, cache_dir: Path | None, work_dir: Pa
 def _checks_through(stack: ExitStack, verifier):
     """use_verifier() with the given MathVerifier, else one made here and closed with the stack."""
     from evaluation.lm_eval_tasks.utils import use_verifier
-    from evaluation.verifier import MathVerifier
+    from grading.verifier import MathVerifier
 
     if verifier is None:
         verifier = stack.enter_context(MathVerifier(workers=1))

@@ -2,7 +2,7 @@
 
 A task reads a local JSONL file (`dataset_path: json`), normalises its records with our loaders' rules
 (process_docs), prompts with the plain template of training/prompting.py, samples `repeats` responses per
-problem and scores them with evaluation.verifier (process_results in utils.py). Nothing here imports lm_eval.
+problem and scores them with grading.verifier (process_results in utils.py). Nothing here imports lm_eval.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class TaskSpec:
     name: str
     data_file: str  # relative to the data dir (the layout of shared/datasets)
     process_docs: str  # function in utils.py: raw records -> {problem_id, problem, answer}
-    answer_kind: str  # "integer" (AIME: compared as integers) or "math" (evaluation.verifier equivalence)
+    answer_kind: str  # "integer" (AIME: compared as integers) or "math" (grading.verifier equivalence)
     description: str
 
 

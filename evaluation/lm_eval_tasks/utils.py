@@ -16,11 +16,11 @@ from typing import Any, Iterator
 from evaluation.benchmarks import BOXED_INSTRUCTION as CHAT_INSTRUCTION
 from evaluation.datasets import BenchmarkProblem
 from evaluation.datasets.math_benchmarks import BOXED_INSTRUCTION, aime_answer, number_answer
-from evaluation.judges.base import Judgement
+from grading.judgement import Judgement
 from evaluation.judges.math import judge_equivalence, judge_integer
 from evaluation.lm_eval_tasks.tasks import pass_at_k_values
 from evaluation.scoring import pass_at_k
-from evaluation.verifier import extract_answer, is_equivalent
+from grading.verifier import extract_answer, is_equivalent
 from training.prompting import prompt_text
 
 _verifier_lock = threading.Lock()
@@ -136,5 +136,5 @@ def process_integer_results(doc: dict, results: list) -> dict[str, float]:
 
 
 def process_math_results(doc: dict, results: list) -> dict[str, float]:
-    """pass@k metrics of one problem: answers compared by value with evaluation.verifier."""
+    """pass@k metrics of one problem: answers compared by value with grading.verifier."""
     return pass_at_k_metrics(judge_responses(_responses(results), doc["answer"], "math"))

@@ -3,10 +3,11 @@
 import pytest
 
 from evaluation.datasets import BenchmarkProblem
-from evaluation.judges.code import extract_program
+from evaluation.judges.code import code_task
+from grading.programs import extract_program
 from evaluation.judges.math import integer_value, judge_equivalence, judge_integer
 from evaluation.judges.mathvista import chosen_option, judge_mathvista, mathvista_question
-from evaluation.verifier import MathVerifier
+from grading.verifier import MathVerifier
 
 
 def problem(answer="", **fields) -> BenchmarkProblem:
@@ -65,8 +66,8 @@ def test_mathvista_free_form_answers_respect_precision_unit_and_type():
 def test_the_last_code_block_is_the_program_and_a_completion_continues_the_prompt():
     lcb = problem(prompt="Read two numbers.")
     response = "First try:\n```python\nprint(1)\n```\nBetter:\n```python\na, b = map(int, input().split())\nprint(a+b)\n```"
-    assert extract_program(response, lcb) == "a, b = map(int, input().split())\nprint(a+b)\n"
+    assert extract_program(response, code_task(lcb)) == "a, b = map(int, input().split())\nprint(a+b)\n"
     humaneval = problem(prompt="def add(a, b):\n    \"\"\"Sum.\"\"\"\n", metadata={"entry_point": "add"})
-    assert extract_program("    return a + b\n", humaneval) == humaneval.prompt + "    return a + b\n"
+    assert extract_program("    return a + b\n", code_task(humaneval)) == humaneval.prompt + "    return a + b\n"
     whole = "```python\ndef add(a, b):\n    return a + b\n```"
-    assert extract_program(whole, humaneval) == "def add(a, b):\n    return a + b\n"
+    assert extract_program(whole, code_task(humaneval)) == "def add(a, b):\n    return a + b\n"

@@ -16,7 +16,7 @@ from evaluation.lm_eval_tasks.tasks import TASKS, GenerationSettings
 from evaluation.lm_eval_tasks.utils import process_integer_results, process_math_results, use_verifier
 from evaluation.scoring import score_benchmark
 from evaluation.suite_config import BenchmarkSettings
-from evaluation.verifier import MathVerifier, extract_answer, is_equivalent
+from grading.verifier import MathVerifier, extract_answer, is_equivalent
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -127,7 +127,7 @@ def test_aime_answers_compare_as_integers():
 
 
 def rescore(outcome, references: list[str], integer: bool) -> list[bool]:
-    """Each sample judged again by evaluation.verifier directly (AIME: as integers)."""
+    """Each sample judged again by grading.verifier directly (AIME: as integers)."""
     verdicts = []
     for sample, reference in zip(outcome.samples, references, strict=True):
         extracted = extract_answer(sample.response)

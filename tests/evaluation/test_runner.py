@@ -80,7 +80,9 @@ def test_aime_from_the_local_files_is_judged_on_integers():
                                     scripted_context(script))
     assert [sample.correct for sample in outcome.samples] == [True, False, True, False]
     assert outcome.score.score == pytest.approx(0.5)
-    assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch"}
+    assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch", "extraction_policy": "flexible",
+                                "grader_mode": "rule"}
+    assert {sample.extraction_policy for sample in outcome.samples} == {"flexible"}
 
 
 @needs_data

@@ -147,7 +147,7 @@ def run_worker(rank: int, port: int, paths: RunPaths, model: str, out_dir: str) 
 
     def recording_score_groups(groups, *args):
         scored = score_groups(groups, *args)
-        record({"event": "scored", "iteration": args[-1], "correct": scored.correct.flatten().tolist()})
+        record({"event": "scored", "iteration": args[-2], "correct": scored.correct.flatten().tolist()})
         return scored
 
     def recording_roll_out_iteration(engine, buffer, *args, streams, **kwargs):

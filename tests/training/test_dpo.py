@@ -12,7 +12,7 @@ from training.config import DPOConfig
 from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortStopped, PreferencePair
 from training.long2short.dpo import frozen_copy, pair_logprobs, run, tokenize_pair, train_dpo
 from training.models.loading import load_model, load_tokenizer
-from training.rewards import correctness_reward
+from training.rewards import CorrectnessRewards
 from training.types import PromptRecord
 
 PROBLEM = "Compute 3+4."
@@ -71,13 +71,15 @@ def test_dpo_run_pairs_the_shortest_correct_answer_and_saves_a_checkpoint(three_
                   Long2ShortHooks(progress=fractions.append))
     assert outcome.pairs, "the parent samples all three styles, so pairs must form"
     assert {pair.chosen for pair in outcome.pairs} == {SHORT}
-    for pair in outcome.pairs:
+    with CorrectnessRewards() as correctness:  # judged by the verifier, as in the run
+        rejected_rewards = correctness([record()] * len(outcome.pairs), [pair.rejected for pair in outcome.pairs])
+    for pair, reward in zip(outcome.pairs, rejected_rewards):
         if pair.rejected_reason == "correct_too_long":
             assert pair.rejected_tokens >= 1.5 * pair.chosen_tokens
-            assert correctness_reward(record(), pair.rejected) == 1.0  # judged by the verifier, as in the run
+            assert reward == 1.0
         else:
             assert pair.rejected_reason == "wrong_longer" and pair.rejected_tokens > pair.chosen_tokens
-            assert correctness_reward(record(), pair.rejected) == 0.0
+            assert reward == 0.0
     assert outcome.metrics["pairs"] == len(outcome.pairs)
     assert outcome.metrics["pairs_wrong_longer"] + outcome.metrics["pairs_correct_too_long"] == len(outcome.pairs)
     assert outcome.metrics["loss_last"] < outcome.metrics["loss_first"]

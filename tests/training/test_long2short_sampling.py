@@ -8,7 +8,7 @@ from training.long2short import sampling
 from training.long2short.base import Long2ShortHooks
 from training.long2short.sampling import sample_and_judge
 from training.models.loading import load_model, load_tokenizer
-from training.rewards import correctness_reward
+from training.rewards import CorrectnessRewards
 from training.tasks.arithmetic import generate
 from training.types import PromptRecord
 
@@ -28,10 +28,13 @@ def test_it_returns_n_judged_samples_per_problem_in_order(warm_model_dir, record
                               hooks=Long2ShortHooks(progress=progress.append))
     assert [[sample.prompt_id for sample in samples] for samples in judged] == [[r.prompt_id] * 4 for r in records]
     assert progress == pytest.approx([1 / 3, 2 / 3, 1.0])
-    for record, samples in zip(records, judged):
-        for sample in samples:
+    with CorrectnessRewards() as correctness:
+        rewards = [correctness([record] * len(samples), [sample.response for sample in samples])
+                   for record, samples in zip(records, judged)]
+    for samples, sample_rewards in zip(judged, rewards):
+        for sample, reward in zip(samples, sample_rewards):
             assert 1 <= sample.response_tokens <= 12
-            assert sample.correct == (correctness_reward(record, sample.response) == 1.0)
+            assert sample.correct == (reward == 1.0)
             ended = len(tokenizer(sample.response, add_special_tokens=False).input_ids) + 1 == sample.response_tokens
             assert sample.truncated == (not ended), sample  # an ended response is its tokens plus end-of-sequence
             if sample.truncated:

@@ -33,6 +33,7 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     """
     from training.prompting import prompt_ids
     from training.rollout import rollout_engines
+    from training.rewards import CorrectnessRewards
     from training.rollout.base import SamplingSettings
 
     if samples_per_problem < 1 or max_response_tokens < 1:
@@ -42,6 +43,7 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     engine = rollout_engines.get(rollout_engine)(model, tokenizer, model_path, SimpleNamespace(seed=seed))
     per_call = max(1, SEQUENCES_PER_CALL // samples_per_problem)
     judged: list[list[JudgedSample]] = []
+    correctness = CorrectnessRewards()
     try:
         for chunk_index, start in enumerate(range(0, len(records), per_call)):
             if hooks.should_stop():
@@ -50,10 +52,11 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
             settings = SamplingSettings(max_new_tokens=max_response_tokens, temperature=temperature,
                                         seed=seed + chunk_index)
             requests = [_request(prompt_ids(record.problem, tokenizer), samples_per_problem) for record in chunk]
-            judged.extend(_judge(chunk, engine.generate(requests, settings), tokenizer))
+            judged.extend(_judge(chunk, engine.generate(requests, settings), tokenizer, correctness))
             hooks.progress(len(judged) / len(records))
     finally:
         engine.close()
+        correctness.close()
     return judged
 
 
@@ -63,16 +66,16 @@ def _request(prompt: tuple[int, ...], samples: int):
     return RolloutRequest(prompt_ids=prompt, n=samples)
 
 
-def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer) -> list[list[JudgedSample]]:
+def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
+           correctness) -> list[list[JudgedSample]]:
     """Decode and verify each record's completions (one verifier call for the whole chunk)."""
     from training.prompting import decode_response
-    from training.rewards import correctness_rewards
     from training.rollout.base import FINISH_LENGTH
 
     flat_records = [record for record, group in zip(records, completions) for _ in group]
     flat = [completion for group in completions for completion in group]
     responses = [decode_response(completion.token_ids, tokenizer) for completion in flat]
-    rewards = iter(correctness_rewards(flat_records, responses))
+    rewards = iter(correctness(flat_records, responses))
     texts = iter(zip(flat, responses))
     judged = []
     for record, group in zip(records, completions):

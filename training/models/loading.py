@@ -58,7 +58,7 @@ def hub_model_source(name: str) -> str:
     from huggingface_hub.errors import HFValidationError, HfHubHTTPError, RepositoryNotFoundError
     from huggingface_hub.utils import validate_repo_id
 
-    from evaluation.datasets.hub import unreachable_hub_errors
+    from common.hub_errors import unreachable_hub_errors
 
     try:
         validate_repo_id(name)

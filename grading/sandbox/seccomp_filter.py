@@ -14,7 +14,7 @@ import errno
 import os
 import socket
 
-from evaluation.sandbox import linux
+from grading.sandbox import linux
 
 DENIED_SYSCALLS = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",

@@ -23,7 +23,7 @@ START_METHODS = ("spawn", "forkserver")
 def initialise_worker(pid_queue) -> None:
     """Runs first in each worker: report the pid (so the pool can kill it) and import math_verify."""
     pid_queue.put(os.getpid())
-    from evaluation.verifier.equivalence import is_equivalent
+    from grading.verifier.equivalence import is_equivalent
 
     is_equivalent("\\frac{1}{2}", "0.25")  # loads the LaTeX parser and sympy's caches
 
@@ -35,7 +35,7 @@ def warm_up() -> int:
 
 def check_in_worker(predicted: str, reference: str) -> bool:
     """is_equivalent, run inside a worker process."""
-    from evaluation.verifier.equivalence import is_equivalent
+    from grading.verifier.equivalence import is_equivalent
 
     return is_equivalent(predicted, reference)
 

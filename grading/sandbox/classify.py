@@ -6,10 +6,10 @@ import math
 import os
 import signal
 
-from evaluation.sandbox import harness
-from evaluation.sandbox.capture import Capture
-from evaluation.sandbox.limits import SandboxLimits
-from evaluation.sandbox.results import MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT, ExecutionResult
+from grading.sandbox import harness
+from grading.sandbox.capture import Capture
+from grading.sandbox.limits import SandboxLimits
+from grading.sandbox.results import MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT, ExecutionResult
 
 
 def execution_result(capture: Capture, wait_status: int, cpu_seconds: float, limits: SandboxLimits,

@@ -7,11 +7,11 @@ import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from evaluation.sandbox.compare import first_mismatch
-from evaluation.sandbox.limits import SandboxLimits
-from evaluation.sandbox.protections import PROTECTIONS, probe
-from evaluation.sandbox.results import ACCEPTED, WRONG_ANSWER, ExecutionResult, JudgeResult
-from evaluation.sandbox.worker import BACKENDS, Worker
+from grading.sandbox.compare import first_mismatch
+from grading.sandbox.limits import SandboxLimits
+from grading.sandbox.protections import PROTECTIONS, probe
+from grading.sandbox.results import ACCEPTED, WRONG_ANSWER, ExecutionResult, JudgeResult
+from grading.sandbox.worker import BACKENDS, Worker
 
 # Protections a backend cannot work without, and the default minimum (everything it can apply).
 STRUCTURAL = {"forkserver": ("setuid", "mount_namespace", "pid_namespace"),

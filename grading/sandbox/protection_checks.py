@@ -12,8 +12,8 @@ import socket
 import subprocess
 import traceback
 
-from evaluation.sandbox import landlock, linux
-from evaluation.sandbox.protections import PROBE_UID, PROTECTIONS
+from grading.sandbox import landlock, linux
+from grading.sandbox.protections import PROBE_UID, PROTECTIONS
 
 CHILD_SECONDS = 20.0
 
@@ -69,7 +69,7 @@ def check_user_namespaces() -> str:
 
 
 def check_seccomp() -> str:
-    from evaluation.sandbox import seccomp_filter
+    from grading.sandbox import seccomp_filter
 
     seccomp_filter.load_bpf(seccomp_filter.compile_bpf())
     try:
@@ -90,7 +90,7 @@ def check_landlock() -> str:
 
 
 def check_bwrap() -> str:
-    from evaluation.sandbox.bwrap import find_bwrap
+    from grading.sandbox.bwrap import find_bwrap
 
     binary = find_bwrap()
     if binary is None:
@@ -105,8 +105,8 @@ def check_bwrap() -> str:
 
 
 def check_cgroups() -> str:
-    from evaluation.sandbox.cgroups import WorkerCgroup
-    from evaluation.sandbox.limits import SandboxLimits
+    from grading.sandbox.cgroups import WorkerCgroup
+    from grading.sandbox.limits import SandboxLimits
 
     cgroup = WorkerCgroup.create(PROBE_UID, SandboxLimits())
     if cgroup is None:

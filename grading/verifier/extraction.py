@@ -55,10 +55,25 @@ def _clean_answer_line(answer: str) -> str:
     return strip_math_delimiters(answer).rstrip(".").strip()
 
 
-def extract_answer(response: str) -> str | None:
-    """The final answer of a response: last \\boxed{}/\\fbox{} content, else the last answer line, else None."""
+BOXED = "boxed"
+FLEXIBLE = "flexible"
+# The extraction policies a benchmark or a run may choose; FLEXIBLE is the default.
+EXTRACTION_POLICIES = (FLEXIBLE, BOXED)
+
+
+def check_policy(policy: str) -> str:
+    if policy not in EXTRACTION_POLICIES:
+        raise ValueError(f"extraction policy must be one of {', '.join(EXTRACTION_POLICIES)}, got {policy!r}")
+    return policy
+
+
+def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
+    """The final answer of a response under the policy, or None.
+
+    boxed: the last \\boxed{}/\\fbox{} content only. flexible: that, else the last answer line.
+    """
     boxed = last_boxed(response)
-    if boxed is not None:
+    if boxed is not None or check_policy(policy) == BOXED:
         return boxed or None
     for line in reversed(response.splitlines()):
         match = _ANSWER_LINE.search(line)

@@ -13,11 +13,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.util import Finalize
 
-from evaluation.verifier.cache import LruCache
-from evaluation.verifier.dispatcher import Dispatcher, Verdict
-from evaluation.verifier.equivalence import fast_verdict
-from evaluation.verifier.extraction import extract_answer
-from evaluation.verifier.workers import START_METHODS
+from grading.verifier.cache import LruCache
+from grading.verifier.dispatcher import Dispatcher, Verdict
+from grading.verifier.equivalence import fast_verdict
+from grading.verifier.extraction import FLEXIBLE, check_policy, extract_answer
+from grading.verifier.workers import START_METHODS
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class VerifierResult:
     correct: bool
     extracted: str | None
     timed_out: bool = False
+    extraction_policy: str = FLEXIBLE
 
 
 @dataclass(frozen=True)
@@ -67,20 +68,24 @@ class MathVerifier:
         # child (where atexit handlers do not run): an idle pool worker would otherwise be waited on forever.
         Finalize(self, self._dispatcher.close, exitpriority=10)
 
-    def check(self, response: str, reference: str) -> VerifierResult:
+    def check(self, response: str, reference: str, extraction_policy: str = FLEXIBLE) -> VerifierResult:
         """Whether the final answer of response equals reference (see check_many)."""
-        return self.check_many([(response, reference)])[0]
+        return self.check_many([(response, reference)], extraction_policy)[0]
 
-    def check_many(self, pairs: Iterable[tuple[str, str]]) -> list[VerifierResult]:
-        """One VerifierResult per (response, reference) pair, in order; worker checks run in parallel."""
+    def check_many(self, pairs: Iterable[tuple[str, str]], extraction_policy: str = FLEXIBLE) -> list[VerifierResult]:
+        """One VerifierResult per (response, reference) pair, in order; worker checks run in parallel.
+
+        extraction_policy: how the final answer is found in a response (extraction.EXTRACTION_POLICIES).
+        """
+        check_policy(extraction_policy)
         answers_and_pending: list[tuple[str | None, Verdict | Future]] = []
         for response, reference in pairs:
-            answer = extract_answer(response)
+            answer = extract_answer(response, extraction_policy)
             answers_and_pending.append((answer, self._verdict_or_future(answer, reference)))
         results = []
         for answer, pending in answers_and_pending:
             verdict = pending.result() if isinstance(pending, Future) else pending
-            results.append(VerifierResult(verdict.correct, answer, verdict.timed_out))
+            results.append(VerifierResult(verdict.correct, answer, verdict.timed_out, extraction_policy))
         return results
 
     def stats(self) -> VerifierStats:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from evaluation.sandbox import linux
+from grading.sandbox import linux
 
 SCRATCH = "/sandbox"
 SYSTEM_PATHS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")

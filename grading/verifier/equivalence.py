@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-from evaluation.verifier.extraction import strip_math_delimiters
+from grading.verifier.extraction import strip_math_delimiters
 
 # Spacing that never changes meaning: \! \, \; \: "\ " \quad \qquad ~ and \left / \right before a delimiter.
 _COSMETIC = re.compile(r"\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|\s+")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evaluation.sandbox.limits import MIB, SandboxLimits
+from grading.sandbox.limits import MIB, SandboxLimits
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids")

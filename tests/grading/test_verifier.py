@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.verifier import MathVerifier, VerifierResult, extract_answer, fast_verdict, is_equivalent
-from evaluation.verifier.cache import LruCache
+from grading.verifier import MathVerifier, VerifierResult, extract_answer, fast_verdict, is_equivalent
+from grading.verifier.cache import LruCache
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # Never finishes: sympy evaluates a power tower with a 370-million-digit exponent inside one C call.
@@ -169,7 +169,7 @@ def test_is_equivalent_works_off_the_main_thread():
 
 
 def test_importing_the_verifier_does_not_import_math_verify_or_sympy():
-    code = "import sys, evaluation.verifier; print(sorted({'math_verify', 'sympy'} & set(sys.modules)))"
+    code = "import sys, grading.verifier; print(sorted({'math_verify', 'sympy'} & set(sys.modules)))"
     output = subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, capture_output=True, text=True, check=True)
     assert output.stdout.strip() == "[]"
 

@@ -8,19 +8,19 @@ Backends: "forkserver" (warm server per worker, fresh confined child per run) an
 bubblewrap sandbox and interpreter per run). probe() reports what the host offers; a CodeJudge refuses
 to start (SandboxUnavailable) below its minimum. Plain library: no Django. Needs root and Linux x86_64.
 
-Exports load lazily, so the fork server (which imports evaluation.sandbox.server) stays small: every
+Exports load lazily, so the fork server (which imports grading.sandbox.server) stays small: every
 module a forked child inherits makes each fork slower.
 """
 
 import importlib
 
 _EXPORTS = {
-    "evaluation.sandbox.judge": ("CodeJudge", "DEFAULT_MINIMUM"),
-    "evaluation.sandbox.limits": ("SandboxLimits",),
-    "evaluation.sandbox.protections": ("PROTECTIONS", "ProbeReport", "Protection", "probe"),
-    "evaluation.sandbox.results": ("ACCEPTED", "MEMORY_LIMIT", "OUTPUT_LIMIT", "RUNTIME_ERROR", "TIME_LIMIT",
-                                   "VERDICTS", "WRONG_ANSWER", "ExecutionResult", "JudgeResult", "SandboxError",
-                                   "SandboxUnavailable"),
+    "grading.sandbox.judge": ("CodeJudge", "DEFAULT_MINIMUM"),
+    "grading.sandbox.limits": ("SandboxLimits",),
+    "grading.sandbox.protections": ("PROTECTIONS", "ProbeReport", "Protection", "probe"),
+    "grading.sandbox.results": ("ACCEPTED", "MEMORY_LIMIT", "OUTPUT_LIMIT", "RUNTIME_ERROR", "TIME_LIMIT",
+                                "VERDICTS", "WRONG_ANSWER", "ExecutionResult", "JudgeResult", "SandboxError",
+                                "SandboxUnavailable"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_MODULE_OF)
@@ -28,5 +28,5 @@ __all__ = sorted(_MODULE_OF)
 
 def __getattr__(name: str):
     if name not in _MODULE_OF:
-        raise AttributeError(f"module 'evaluation.sandbox' has no attribute {name!r}")
+        raise AttributeError(f"module 'grading.sandbox' has no attribute {name!r}")
     return getattr(importlib.import_module(_MODULE_OF[name]), name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from evaluation.sandbox.linux import PR_SET_NO_NEW_PRIVS, prctl, syscall
+from grading.sandbox.linux import PR_SET_NO_NEW_PRIVS, prctl, syscall
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1

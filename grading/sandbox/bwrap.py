@@ -14,8 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from evaluation.sandbox import harness, rootfs, server
-from evaluation.sandbox.limits import SandboxLimits
+from grading.sandbox import harness, rootfs, server
+from grading.sandbox.limits import SandboxLimits
 
 
 def find_bwrap() -> str | None:

@@ -16,15 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evaluation.sandbox import accounts, bwrap, rootfs, seccomp_filter
-from evaluation.sandbox.capture import DRAIN_SECONDS, STARTUP_SECONDS, RunCapture
-from evaluation.sandbox.cgroups import WorkerCgroup
-from evaluation.sandbox.classify import execution_result
-from evaluation.sandbox.limits import SandboxLimits
-from evaluation.sandbox.results import ExecutionResult, SandboxError
+from grading.sandbox import accounts, bwrap, rootfs, seccomp_filter
+from grading.sandbox.capture import DRAIN_SECONDS, STARTUP_SECONDS, RunCapture
+from grading.sandbox.cgroups import WorkerCgroup
+from grading.sandbox.classify import execution_result
+from grading.sandbox.limits import SandboxLimits
+from grading.sandbox.results import ExecutionResult, SandboxError
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
-SERVER_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from evaluation.sandbox.server import main; " \
+SERVER_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grading.sandbox.server import main; " \
               "main(sys.argv[2], int(sys.argv[3]))"
 SERVER_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
 PROGRAM_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": rootfs.SCRATCH, "TMPDIR": rootfs.SCRATCH,

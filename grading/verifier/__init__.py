@@ -5,11 +5,14 @@ checks in killable worker processes with a per-check time limit and an LRU cache
 is cheap: math_verify and sympy load on the first real comparison.
 """
 
-from evaluation.verifier.checker import MathVerifier, VerifierResult, VerifierStats
-from evaluation.verifier.equivalence import fast_verdict, is_equivalent, normalise
-from evaluation.verifier.extraction import extract_answer, last_boxed
+from grading.verifier.checker import MathVerifier, VerifierResult, VerifierStats
+from grading.verifier.equivalence import fast_verdict, is_equivalent, normalise
+from grading.verifier.extraction import BOXED, EXTRACTION_POLICIES, FLEXIBLE, extract_answer, last_boxed
 
 __all__ = [
+    "BOXED",
+    "EXTRACTION_POLICIES",
+    "FLEXIBLE",
     "MathVerifier",
     "VerifierResult",
     "VerifierStats",

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.sandbox.results import SandboxUnavailable
+from grading.sandbox.results import SandboxUnavailable
 
 PROTECTIONS = {
     "setuid": "running as root, able to switch each worker to its own unprivileged uid",
@@ -71,7 +71,7 @@ class ProbeReport:
 
 @functools.lru_cache(maxsize=1)
 def _cached_probe() -> ProbeReport:
-    boot = "import sys; sys.path.insert(0, sys.argv[1]); from evaluation.sandbox.protection_checks import main; main()"
+    boot = "import sys; sys.path.insert(0, sys.argv[1]); from grading.sandbox.protection_checks import main; main()"
     command = [sys.executable, "-E", "-s", "-c", boot, PROJECT_ROOT]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/",
                                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})

@@ -33,7 +33,7 @@ import sys
 import time
 import traceback
 
-from evaluation.sandbox import harness, landlock, linux, rootfs, seccomp_filter
+from grading.sandbox import harness, landlock, linux, rootfs, seccomp_filter
 
 RUN_DESCRIPTORS = 5  # stdin, stdout, stderr, program, ready
 SETUP_FAILED = 125  # exit status of a child whose sandbox could not be set up

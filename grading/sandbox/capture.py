@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from evaluation.sandbox.limits import SandboxLimits
-from evaluation.sandbox.results import SandboxError
+from grading.sandbox.limits import SandboxLimits
+from grading.sandbox.results import SandboxError
 
 STARTUP_SECONDS = 30.0  # from launch to the ready byte
 DRAIN_SECONDS = 10.0  # from the kill to the end of the run

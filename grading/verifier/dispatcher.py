@@ -16,8 +16,8 @@ from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from evaluation.verifier.cache import LruCache
-from evaluation.verifier.workers import WorkerPool
+from grading.verifier.cache import LruCache
+from grading.verifier.workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from evaluation.datasets.code_benchmarks import livecodebench_test
-from evaluation.sandbox import (ACCEPTED, DEFAULT_MINIMUM, MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT,
+from grading.sandbox import (ACCEPTED, DEFAULT_MINIMUM, MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT,
                                 VERDICTS, WRONG_ANSWER, CodeJudge, ProbeReport, Protection, SandboxLimits,
                                 SandboxUnavailable, probe)
-from evaluation.sandbox.accounts import processes_of
-from evaluation.sandbox.judge import STRUCTURAL
+from grading.sandbox.accounts import processes_of
+from grading.sandbox.judge import STRUCTURAL
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LIMITS = SandboxLimits(time_seconds=1, wall_seconds=2, memory_mb=256, output_bytes=1 << 20, file_bytes=16 << 20)
@@ -289,7 +289,7 @@ def test_the_probe_reports_every_protection():
 def test_a_judge_refuses_when_the_host_lacks_its_minimum(monkeypatch):
     real = probe()
     lacking = {**real.protections, "landlock": Protection("landlock", False, "Landlock is disabled (test)")}
-    monkeypatch.setattr("evaluation.sandbox.judge.probe", lambda: ProbeReport(lacking))
+    monkeypatch.setattr("grading.sandbox.judge.probe", lambda: ProbeReport(lacking))
     with pytest.raises(SandboxUnavailable, match=r"landlock \(Landlock is disabled \(test\)\)"):
         CodeJudge(backend="forkserver", minimum=["landlock", "seccomp"])
     really_missing = [name for name, item in real.protections.items() if not item.available]
@@ -317,7 +317,7 @@ def test_judges_can_be_created_and_closed_repeatedly(backend):
 
 
 def test_the_sandbox_root_is_built_where_no_bound_path_lives():
-    from evaluation.sandbox.rootfs import staging_point
+    from grading.sandbox.rootfs import staging_point
 
     assert staging_point(["/usr/bin/python3", "/root/.pyenv"]) == "/tmp"
     assert staging_point(["/tmp/checkout/.venv/bin/bwrap"]) == "/mnt"
