@@ -37,6 +37,7 @@ class EvalContext:
         self.fetch_missing = fetch_missing  # download benchmarks missing from data_dir from the hub
         self.resolve_model = resolve_model
         self._judge_generator = None  # (path, ModelGenerator) of the judge model last asked for
+        self._judge_paths: dict[str, str] = {}  # judge model name -> resolved path
 
     @cached_property
     def generator(self):
@@ -60,7 +61,9 @@ class EvalContext:
     def judge_generator(self, judge_model: str):
         """The judge model's generator: the evaluated model's own when it is the same model, else loaded once
         (a benchmark asking another judge model releases the previous one)."""
-        path = self.resolve_model(judge_model)
+        if judge_model not in self._judge_paths:  # resolved once: a hub id may cost a request
+            self._judge_paths[judge_model] = self.resolve_model(judge_model)
+        path = self._judge_paths[judge_model]
         if path == self.model_path:
             return self.generator
         if self._judge_generator is None or self._judge_generator[0] != path:
@@ -72,11 +75,14 @@ class EvalContext:
         return self._judge_generator[1]
 
     def cot_judge(self, judge_model: str, max_tokens: int):
-        """The chain-of-thought judge over the judge model, greedy, in batches of batch_problems prompts."""
+        """The chain-of-thought judge over the judge model, greedy, in batches of batch_problems prompts; the
+        model loads on the judge's first prompts (rule_then_judge may never need it)."""
         from evaluation.generation import text_generate
         from grading.cot_judge import CotJudge
 
-        generate = text_generate(self.judge_generator(judge_model), max_tokens, self.seed)
+        def generate(prompts: list[str]) -> list[str]:
+            return text_generate(self.judge_generator(judge_model), max_tokens, self.seed)(prompts)
+
         return CotJudge(generate, batch_size=self.batch_problems)
 
     def _close_judge_generator(self) -> None:

@@ -25,7 +25,7 @@ BENCHMARKS = (
 LM_EVAL_PREFIX = "lm-eval:"
 
 
-# The grading knobs, shared by a suite's benchmarks and by a grader audit (evaluation.audit.AuditGrader).
+# The grading knobs, shared by a suite's benchmarks and by a grader audit's second grader (AuditGrader).
 def extraction_policy_knob():
     return knob(FLEXIBLE, "How the final answer is found in a response: flexible (the last \\boxed{}, else the "
                           "last 'answer:' line) or boxed (the last \\boxed{} only). Math benchmarks only.",
@@ -58,12 +58,19 @@ def grading_errors(benchmark: str, extraction_policy: str, grader_mode: str, jud
     if grader_mode != RULE and not answers:
         errors["grader_mode"] = (f"{benchmark} is not judged on an extracted final answer, so the judge model "
                                  f"cannot grade it: use {RULE!r}")
-    elif grader_mode_uses_judge(grader_mode) and not judge_model:
-        errors["judge_model"] = (f"grader_mode {grader_mode!r} asks a judge model: name one (a preset, a local "
-                                 "folder or a hub id such as Qwen/Qwen2.5-7B-Instruct)")
-    if not grader_mode_uses_judge(grader_mode) and judge_model:
-        errors["judge_model"] = f"is used only by grader modes that ask the judge; grader_mode is {RULE!r}"
+    else:
+        errors.update(judge_model_errors(grader_mode, judge_model))
     return errors
+
+
+def judge_model_errors(grader_mode: str, judge_model: str | None) -> dict[str, str]:
+    """A grader mode that asks the judge needs a judge model, and only such a mode may name one."""
+    if grader_mode_uses_judge(grader_mode) and not judge_model:
+        return {"judge_model": f"grader_mode {grader_mode!r} asks a judge model: name one (a preset, a local "
+                               "folder or a hub id such as Qwen/Qwen2.5-7B-Instruct)"}
+    if not grader_mode_uses_judge(grader_mode) and judge_model:
+        return {"judge_model": f"is used only by grader modes that ask the judge; grader_mode is {RULE!r}"}
+    return {}
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,20 @@ class BenchmarkSettings:
         if self.benchmark in BENCHMARKS:
             return True
         return self.benchmark.startswith(LM_EVAL_PREFIX) and len(self.benchmark) > len(LM_EVAL_PREFIX)
+
+
+@dataclass(frozen=True)
+class AuditGrader:
+    """The second grader of a grader audit: a benchmark's grading knobs, replaced for the audit
+    (two extraction policies: grader_mode rule with the other policy; rule against judge: grader_mode judge)."""
+
+    grader_mode: str = grader_mode_knob()
+    extraction_policy: str = extraction_policy_knob()
+    judge_model: str | None = judge_model_knob()
+    judge_max_tokens: int = judge_max_tokens_knob()
+
+    def cross_field_errors(self) -> dict[str, str]:
+        return judge_model_errors(self.grader_mode, self.judge_model)
 
 
 def parse_suite(entries: Sequence[Any]) -> list[BenchmarkSettings]:

@@ -7,6 +7,7 @@ JOB_TASKS = {
     "eval_run": ("mirrorlab.run_evaluation", "gpu"),
     "long2short": ("mirrorlab.run_long2short", "gpu"),
     "prompt_import": ("mirrorlab.cpu.import_prompt_set", "cpu"),
+    "grader_audit": ("mirrorlab.run_grader_audit", "gpu"),
 }
 
 

@@ -40,7 +40,10 @@ def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome) -> None:
                           sample_index=sample.sample_index, response=storable_text(sample.response),
                           response_tokens=sample.response_tokens, correct=sample.correct,
                           truncated=sample.truncated,
-                          extracted_answer=storable_text(sample.extracted_answer))
+                          extracted_answer=storable_text(sample.extracted_answer),
+                          detail=storable_text(sample.detail), extraction_policy=sample.extraction_policy,
+                          graded_by=sample.graded_by, judge_verdict=sample.judge_verdict,
+                          judge_reasoning=storable_text(sample.judge_reasoning))
              for sample in outcome.samples),
             batch_size=SAMPLE_ROWS_PER_INSERT,
         )
@@ -67,6 +70,7 @@ def run_eval_job(eval_run: EvalRun) -> None:
         seed=eval_run.seed, log=lambda line: log_progress(eval_run, line),
         should_stop=lambda: EvalRun.objects.filter(pk=eval_run.pk, cancel_requested=True).exists(),
         sandbox_backend=settings.SANDBOX_BACKEND, fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
+        resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
     )
     try:
         for position, (entry, runner) in enumerate(runners):

@@ -15,7 +15,7 @@ from webapp.jobs import Job, JobStatus
 logger = logging.getLogger(__name__)
 
 JOB_MODELS = {"rl_run": "runs.RLRun", "eval_run": "evals.EvalRun", "long2short": "long2short.Long2ShortVariant",
-              "prompt_import": "prompts.PromptSetImport"}
+              "prompt_import": "prompts.PromptSetImport", "grader_audit": "evals.GraderAudit"}
 
 
 class JobCancelled(Exception):

@@ -29,6 +29,15 @@ def run_evaluation(eval_run_id: int) -> str:
     return execute_job("eval_run", eval_run_id, run_eval_job)
 
 
+@app.task(name="mirrorlab.run_grader_audit")
+def run_grader_audit(audit_id: int) -> str:
+    """Grade a finished evaluation's stored samples again with a second grader (gpu queue: it may load a judge)."""
+    from workers.audit_job import run_audit_job
+    from workers.jobs import execute_job
+
+    return execute_job("grader_audit", audit_id, run_audit_job)
+
+
 @app.task(name="mirrorlab.run_long2short", bind=True)
 def run_long2short(self, variant_id: int, waits: int = 0) -> str:
     """While the parent run is queued or running, try again later without claiming the row."""

@@ -3,7 +3,11 @@
 The fork server (mode "bwrap") execs this command as the worker's unprivileged uid, so bwrap's user
 namespace maps the sandbox's user to that uid, never to host root. Inside: read-only /usr and the
 Python installation, a private /dev and /proc, a size-capped tmpfs scratch (also /tmp), and all
-namespaces unshared (no network at all). The seccomp program arrives on fd 5 (server.SECCOMP_FD).
+namespaces unshared (no network at all); everything but the scratch (and a capped /dev/shm, as POSIX
+semaphores need) is read-only: /, /etc and /dev included. The seccomp program arrives on fd 6 (server.SECCOMP_FD).
+
+The interpreter runs BOOT, which builds the harness and the modules it imports (SANDBOX_MODULES, all
+standard-library only) from their sources, passed as arguments, then calls harness.main().
 """
 
 from __future__ import annotations
@@ -14,8 +18,21 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from grading.sandbox import harness, rootfs, server
+from grading.sandbox import rootfs, server
 from grading.sandbox.limits import SandboxLimits
+
+SANDBOX_MODULES = ("linux", "running", "wire", "functional", "harness")  # each imports only those before it
+BOOT = """
+import sys, types
+for package in ("grading", "grading.sandbox"):
+    sys.modules[package] = types.ModuleType(package)
+    sys.modules[package].__path__ = []
+for name, source in zip(sys.argv[1::2], sys.argv[2::2]):
+    module = sys.modules[name] = types.ModuleType(name)
+    exec(compile(source, name.replace(".", "/") + ".py", "exec"), module.__dict__)
+    setattr(sys.modules["grading.sandbox"], name.rpartition(".")[2], module)
+sys.modules["grading.sandbox.harness"].main()
+"""
 
 
 def find_bwrap() -> str | None:
@@ -55,10 +72,23 @@ def bwrap_argv(bwrap: str, python: str, python_prefix: str, limits: SandboxLimit
     if not python_prefix.startswith("/usr/"):
         argv += ["--ro-bind", python_prefix, python_prefix]
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"]
-    if "--size" in known:  # else the scratch is uncapped, but RLIMIT_FSIZE still caps each file
-        argv += ["--size", str(limits.file_bytes)]
-    scratch = rootfs.SCRATCH
-    argv += ["--perms", "0700", "--tmpfs", scratch, "--symlink", scratch, "/tmp", "--chdir", scratch]
+    for path in (rootfs.SCRATCH, "/dev/shm"):  # /dev/shm: POSIX semaphores (multiprocessing)
+        argv += scratch_tmpfs(path, limits, known)
+    argv += ["--symlink", rootfs.SCRATCH, "/tmp", "--chdir", rootfs.SCRATCH]
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/"]  # neither is recursive: the scratches stay writable
     if seccomp:
         argv += ["--seccomp", str(server.SECCOMP_FD)]
-    return argv + [python, "-I", "-S", "-B", "-c", Path(harness.__file__).read_text()]
+    return argv + [python, "-I", "-S", "-B", "-c", BOOT] + module_sources()
+
+
+def scratch_tmpfs(path: str, limits: SandboxLimits, known: str) -> list[str]:
+    """A private tmpfs of limits.file_bytes on path (uncapped on a bwrap without --size, where
+    RLIMIT_FSIZE still caps each file)."""
+    return (["--size", str(limits.file_bytes)] if "--size" in known else []) + ["--perms", "0700", "--tmpfs", path]
+
+
+def module_sources() -> list[str]:
+    """name, source, name, source... of SANDBOX_MODULES."""
+    folder = Path(__file__).parent
+    return [item for name in SANDBOX_MODULES
+            for item in (f"grading.sandbox.{name}", (folder / f"{name}.py").read_text())]

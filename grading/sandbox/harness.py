@@ -1,29 +1,30 @@
-"""Runs inside the sandbox: read the program, lower the limits, signal readiness, run the solution.
+"""Runs inside the sandbox: read the program, lower the limits, deny exec, signal readiness, run it.
 
-Standard library only and no package imports: bwrap runs this file's source with `python -I -S -c`,
-the fork server calls main() in its child. File descriptors: 0/1/2 the run's stdio, PROGRAM_FD a
-JSON document {"mode", "code", "check", "entry_point", "nonce", "rlimits"}, READY_FD a pipe the
-judge watches: one byte there means the sandbox is set up and the program's clock starts.
-
-Exit status: 0 ran to completion (functional: check passed, and the last stdout line is the nonce,
-which the solution cannot know in advance); 1 an exception (traceback on stderr); CHECK_FAILED
-check(candidate) raised AssertionError; MEMORY_ERROR an uncaught MemoryError.
+Standard library and the sandbox's own stdlib-only modules (linux, running, wire, functional): bwrap.py
+loads them from source for `python -I -S -c`, the fork server calls main() in its child. File
+descriptors: 0/1/2 the run's stdio; PROGRAM_FD a JSON document {"mode", "code", "entry_point",
+"rlimits", "environment", "exec_filter"}; READY_FD a pipe the judge watches: one byte there means the
+sandbox is set up and the program's clock starts; CHECK_FD a functional test's check code, which only
+the checker process reads (functional.py). Exit status: see running.py; a functional run exits 0
+only when its check passed.
 """
 
 import builtins
+import errno
 import io
 import json
 import os
+import posix
 import resource
 import sys
-import types
+
+from grading.sandbox import functional, linux, running
 
 PROGRAM_FD = 3
 READY_FD = 4
-CHECK_FAILED = 101
-MEMORY_ERROR = 102
-SOLUTION_FILE = "<solution>"
-CHECK_FILE = "<check>"
+CHECK_FD = 5
+SPAWN_FUNCTIONS = ("system", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
+                   "spawnvpe")
 
 
 def read_program(fd):
@@ -55,106 +56,30 @@ def fresh_stdio():
                                           closefd=False)
 
 
-def main_module():
-    """A fresh __main__ module for the solution, as a new interpreter would have."""
-    module = types.ModuleType("__main__")
-    module.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = module
-    sys.argv = [SOLUTION_FILE]
-    return module
+def add_quitters():
+    """exit() and quit(), which `python -S` (bwrap) leaves undefined, as site.py defines them."""
+    if not hasattr(builtins, "exit"):
+        import _sitebuiltins
+
+        builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+        builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
 
 
-def execute(source, filename, namespace):
-    """Compile and exec source; its lines are registered so tracebacks can show them."""
-    import linecache
-
-    lines = source.splitlines(True)
-    linecache.cache[filename] = (len(source), None, lines, filename)
-    exec(compile(source, filename, "exec"), namespace)
-
-
-def run_stdin_program(program):
-    """The solution as a script reading stdin; its exit status follows sys.exit()."""
-    execute(program["code"], SOLUTION_FILE, main_module().__dict__)
+def deny_exec(exec_filter):
+    """Load the exec filter (hex BPF; "" when seccomp is off), and make os.system and os.spawn*, which
+    would otherwise only return 127, raise PermissionError like every other way of starting a program."""
+    if exec_filter:
+        linux.load_seccomp(bytes.fromhex(exec_filter))
+    for name in SPAWN_FUNCTIONS:
+        setattr(os, name, refuse_program_start)
+    posix.system = refuse_program_start
 
 
-def run_functional_program(program):
-    """Solution, then the check code, then check(<entry_point>) in the same namespace."""
-    module = main_module()
-    module.__name__ = "solution"  # keeps `if __name__ == "__main__":` blocks from running
-    namespace = module.__dict__
-    try:
-        execute(program["code"], SOLUTION_FILE, namespace)
-    except SystemExit:
-        raise RuntimeError("the solution exited before the check ran")
-    execute(program["check"], CHECK_FILE, namespace)
-    candidate = eval(program["entry_point"], namespace)
-    try:
-        namespace["check"](candidate)
-    except AssertionError:
-        print_traceback()
-        return CHECK_FAILED
-    except SystemExit:
-        raise RuntimeError("the solution exited during the check")
-    return 0
+def refuse_program_start(*arguments, **keywords):
+    raise PermissionError(errno.EPERM, "starting other programs is not allowed in the sandbox")
 
 
-def print_traceback():
-    """The current exception's traceback without the harness's own frames."""
-    import traceback
-
-    error = sys.exc_info()[1]
-    frames = error.__traceback__
-    while frames is not None and frames.tb_frame.f_globals is globals():
-        frames = frames.tb_next
-    traceback.print_exception(type(error), error, frames)
-
-
-def exit_status(error):
-    """The status a plain interpreter gives for SystemExit(code)."""
-    if error.code is None:
-        return 0
-    if isinstance(error.code, int):
-        return error.code & 0xFF
-    print(error.code, file=sys.stderr)
-    return 1
-
-
-def run(program):
-    """Run the program; returns the exit status (see the module docstring)."""
-    try:
-        if program["mode"] == "functional":
-            return run_functional_program(program)
-        run_stdin_program(program)
-        return 0
-    except SystemExit as error:
-        return exit_status(error)
-    except MemoryError:
-        os.write(2, b"MemoryError: the program exceeded its memory limit\n")
-        return MEMORY_ERROR
-    except BaseException:  # the solution's own failure, reported as a runtime error
-        print_traceback()
-        return 1
-
-
-def finish(program, status):
-    """Flush stdio, append the nonce line after a passed check, and exit without cleanup handlers."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except ValueError:
-            continue  # closed by the program itself, as a plain interpreter tolerates
-        except (OSError, AttributeError):  # a write error, or a stream the program replaced by junk
-            status = status or 1
-    if program["mode"] == "functional" and status == 0:
-        try:
-            os.write(1, ("\n" + program["nonce"] + "\n").encode())
-        except OSError:
-            status = 1
-    os._exit(status)
-
-
-def main(program_fd=PROGRAM_FD, ready_fd=READY_FD):
+def main(program_fd=PROGRAM_FD, ready_fd=READY_FD, check_fd=CHECK_FD):
     """Entry point inside the sandbox; never returns."""
     program = read_program(program_fd)
     lower_limits(program["rlimits"])
@@ -163,10 +88,12 @@ def main(program_fd=PROGRAM_FD, ready_fd=READY_FD):
         sys.modules["random"].seed()  # a forked child would otherwise repeat the server's sequence
     os.environ.clear()
     os.environ.update(program["environment"])
+    add_quitters()
+    deny_exec(program["exec_filter"])
     os.write(ready_fd, b"R")
     os.close(ready_fd)
-    finish(program, run(program))
-
-
-if __name__ == "__main__":
-    main()
+    if program["mode"] == "functional":
+        running.end(functional.run(program, check_fd))
+    os.close(check_fd)
+    module = running.main_module()
+    running.end(running.status_of(lambda: running.execute(program["code"], running.SOLUTION_FILE, module.__dict__)))

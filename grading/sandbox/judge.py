@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from grading.sandbox.compare import first_mismatch
 from grading.sandbox.limits import SandboxLimits
 from grading.sandbox.protections import PROTECTIONS, probe
-from grading.sandbox.results import ACCEPTED, WRONG_ANSWER, ExecutionResult, JudgeResult
+from grading.sandbox.results import ACCEPTED, WRONG_ANSWER, ExecutionResult, JudgeResult, SandboxClosed
 from grading.sandbox.worker import BACKENDS, Worker
 
 # Protections a backend cannot work without, and the default minimum (everything it can apply).
@@ -87,15 +87,18 @@ class CodeJudge:
     @contextlib.contextmanager
     def _worker(self):
         if self._closed:
-            raise RuntimeError("this CodeJudge is closed")
+            raise SandboxClosed("this CodeJudge is closed")
         worker = self._idle.get()
         try:
             yield worker
+        except SandboxClosed as error:
+            raise SandboxClosed("this CodeJudge was closed during the run") from error
         finally:
             self._idle.put(worker)
 
     def close(self) -> None:
-        """Wait for judge_many() calls to finish, stop every worker and kill whatever they started."""
+        """Wait for judge_many() calls to finish, stop every worker and kill whatever they started; a run()
+        or judge() still going in another thread raises SandboxClosed."""
         if self._closed:
             return
         self._closed = True
@@ -117,13 +120,13 @@ class CodeJudge:
 
 
 def run_case(worker: Worker, code: str, case: dict) -> ExecutionResult:
-    """One test case: a stdin run, or a functional run of the solution plus check(<entry_point>)."""
+    """One test case: a stdin run, or a functional run of check(<entry_point>) against the solution."""
     kind = case.get("kind")
     if kind == "stdin":
         return worker.execute({"mode": "stdin", "code": code}, case["input"])
     if kind == "functional":
-        program = {"mode": "functional", "code": code, "check": case["code"], "entry_point": case["entry_point"]}
-        return worker.execute(program, "")
+        return worker.execute({"mode": "functional", "code": code, "entry_point": case["entry_point"]}, "",
+                              check=case["code"])
     raise ValueError(f"unknown test case kind {kind!r} (expected 'stdin' or 'functional')")
 
 

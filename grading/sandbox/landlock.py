@@ -23,7 +23,7 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may carry
-READ_ONLY = EXECUTE | READ_FILE | READ_DIR
+READ_ONLY = READ_FILE | READ_DIR  # no EXECUTE anywhere: execve of any file fails (EACCES)
 READ_WRITE = (READ_FILE | READ_DIR | WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK
               | MAKE_FIFO | MAKE_SYM | REFER | TRUNCATE)
 
@@ -61,7 +61,8 @@ def handled_fs(abi: int) -> int:
 def restrict(read_only: list[str], read_write: list[str]) -> int:
     """Confine this process (and its future children) to the given paths; returns the ABI used.
 
-    Paths that do not exist are skipped. TCP bind/connect are denied (ABI >= 4); signals and abstract
+    Paths that do not exist are skipped. No path may be executed (shared libraries still load: dlopen
+    maps files opened for reading). TCP bind/connect are denied (ABI >= 4); signals and abstract
     unix sockets are scoped to the sandbox (ABI >= 6).
     """
     abi = abi_version()

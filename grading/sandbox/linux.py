@@ -1,4 +1,7 @@
-"""Thin ctypes wrappers for the Linux calls Python 3.11 lacks: unshare, setns, mount, pivot_root, prctl."""
+"""Thin ctypes wrappers for the Linux calls Python 3.11 lacks: unshare, setns, mount, pivot_root, prctl, seccomp.
+
+Standard library only: the bwrap backend loads this module from source inside the sandbox (bwrap.py).
+"""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ MS_PRIVATE = 0x40000
 MNT_DETACH = 0x2
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -81,3 +85,18 @@ def drop_to_user(uid: int, gid: int) -> None:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
+
+
+class SockFilterProgram(ctypes.Structure):
+    _fields_ = [("length", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program: bytes) -> None:
+    """Install a BPF program (struct sock_filter[]) on this thread's process; sets no_new_privs first.
+
+    Filters stack: each one loaded adds to those already in force, none can be removed.
+    """
+    buffer = ctypes.create_string_buffer(program, len(program))
+    header = SockFilterProgram(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(header))

@@ -71,12 +71,18 @@ def check_user_namespaces() -> str:
 def check_seccomp() -> str:
     from grading.sandbox import seccomp_filter
 
-    seccomp_filter.load_bpf(seccomp_filter.compile_bpf())
+    linux.load_seccomp(seccomp_filter.compile_bpf())
+    linux.load_seccomp(seccomp_filter.compile_bpf(seccomp_filter.build_exec_filter()))
     try:
         socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+        raise RuntimeError("the filter loaded but did not refuse an AF_INET socket")
     except PermissionError:
-        return "filter loaded; AF_INET sockets refused"
-    raise RuntimeError("the filter loaded but did not refuse an AF_INET socket")
+        pass
+    try:
+        os.execv("/bin/true", ["true"])
+    except PermissionError:
+        return "filters loaded; AF_INET sockets and exec refused"
+    raise RuntimeError("the exec filter loaded but execve did not fail")
 
 
 def check_landlock() -> str:

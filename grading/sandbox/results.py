@@ -21,6 +21,10 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (a worker could not start or set a run up), not the program."""
 
 
+class SandboxClosed(RuntimeError):
+    """The judge was closed: no run starts any more, and one in progress was ended."""
+
+
 @dataclass(frozen=True)
 class ExecutionResult:
     """One run of a program in the sandbox.

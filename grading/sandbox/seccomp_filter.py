@@ -1,15 +1,19 @@
-"""The seccomp filter of sandboxed programs: compiled once to BPF bytes (libseccomp via pyseccomp).
+"""The seccomp filters of sandboxed programs: compiled once to BPF bytes (libseccomp via pyseccomp).
 
-The same BPF program is loaded by the fork server's children (prctl) and handed to bwrap (--seccomp FD).
-Default: allow. Denied with EPERM: namespaces, mounts, ptrace, kernel keyrings, BPF, io_uring (it could
-open sockets behind the filter's back), modules, clocks and the like. socket() is refused with EACCES for
-every family but AF_UNIX; clone3 answers ENOSYS so that libc falls back to clone(), whose flags the filter
-can read. Other architectures' syscall tables (int 0x80, x32) kill the process.
+The base filter is loaded by the fork server's children (prctl) and handed to bwrap (--seccomp FD), which
+must still exec the interpreter after loading it. The exec filter (execve and execveat answer EPERM) is
+loaded on top by the harness itself once the interpreter runs, on both backends: from then on no process
+of the run can start another program.
+
+The base filter allows by default. Denied with EPERM: namespaces, mounts, ptrace, kernel keyrings, BPF,
+io_uring (it could open sockets behind the filter's back), modules, clocks and the like. socket() is
+refused with EACCES for every family but AF_UNIX; clone3 answers ENOSYS so that libc falls back to
+clone(), whose flags the filter can read. Other architectures' syscall tables (int 0x80, x32) kill the
+process.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import socket
@@ -28,6 +32,7 @@ DENIED_SYSCALLS = (
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
     "mknod", "mknodat", "personality",
 )
+EXEC_SYSCALLS = ("execve", "execveat")
 NAMESPACE_FLAGS = (linux.CLONE_NEWNS, linux.CLONE_NEWUTS, linux.CLONE_NEWIPC, linux.CLONE_NEWUSER,
                    linux.CLONE_NEWPID, linux.CLONE_NEWNET, 0x02000000, 0x00000080)  # + NEWCGROUP, NEWTIME
 TIOCSTI = 0x5412  # push characters into a terminal's input
@@ -52,26 +57,25 @@ def build_filter():
     return syscall_filter
 
 
-def compile_bpf() -> bytes:
-    """The filter as raw BPF instructions (struct sock_filter[]), as bwrap's --seccomp expects."""
+def build_exec_filter():
+    """A filter refusing execve and execveat with EPERM (and allowing everything else)."""
+    import pyseccomp as seccomp
+
+    syscall_filter = seccomp.SyscallFilter(seccomp.ALLOW)
+    for name in EXEC_SYSCALLS:
+        syscall_filter.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    return syscall_filter
+
+
+def compile_bpf(syscall_filter=None) -> bytes:
+    """A filter (default: the base filter) as raw BPF instructions (struct sock_filter[]), as bwrap's
+    --seccomp and linux.load_seccomp() expect."""
     memfd = os.memfd_create("seccomp-bpf")
     try:
         with os.fdopen(os.dup(memfd), "wb") as writer:
-            build_filter().export_bpf(writer)
+            (syscall_filter or build_filter()).export_bpf(writer)
         os.lseek(memfd, 0, os.SEEK_SET)
         size = os.fstat(memfd).st_size
         return os.read(memfd, size)
     finally:
         os.close(memfd)
-
-
-class SockFilterProgram(ctypes.Structure):
-    _fields_ = [("length", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def load_bpf(program: bytes) -> None:
-    """Install the BPF program on this process (sets no_new_privs first, as the kernel requires)."""
-    buffer = ctypes.create_string_buffer(program, len(program))
-    header = SockFilterProgram(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    linux.prctl(linux.PR_SET_SECCOMP, linux.SECCOMP_MODE_FILTER, ctypes.byref(header))

@@ -5,17 +5,18 @@ seccomp program) and one end of a SOCK_SEQPACKET socket pair. At start-up it imp
 need and moves itself into a private network namespace (no interfaces up) and a private mount namespace
 rooted at a minimal read-only tree (rootfs.py). Then, per run:
 
-- judge -> server: b"run" with 5 descriptors (stdin, stdout, stderr, program, ready pipe);
+- judge -> server: b"run" with 6 descriptors (stdin, stdout, stderr, program, ready pipe, check);
 - the server forks the child (mode "inprocess": as pid 1 of a new PID namespace; mode "bwrap": to exec
   bwrap as the sandbox uid), and waits for it, for b"kill" from the judge, for the judge's socket to
   close, or for the backstop timeout, killing the child on the last three;
 - server -> judge: {"status": wait status, "cpu": seconds, "leftovers": bool}. In "inprocess" mode the
   child is its PID namespace's init, so once it is reaped every process of the run is gone; in "bwrap"
-  mode the server, a child subreaper, also reaps the orphaned sandbox init before replying.
+  mode the server, a child subreaper, also reaps the orphaned sandbox init before replying, and counts
+  its CPU time (which holds the program's: bwrap's outer process never waits for it).
 
 The "inprocess" child: new mount and IPC namespaces, scratch tmpfs, drop to the worker's uid, Landlock,
-seccomp; it then forks the program (pid 2, where harness.main() sets the rlimits and runs the solution
-in this already-warm interpreter) and stays as its namespace's init.
+seccomp; it then forks the program (pid 2, where harness.main() sets the rlimits, denies exec and runs
+the solution in this already-warm interpreter) and stays as its namespace's init.
 Protections the config switches off (a lowered minimum on a host without them) are skipped.
 """
 
@@ -33,11 +34,11 @@ import sys
 import time
 import traceback
 
-from grading.sandbox import harness, landlock, linux, rootfs, seccomp_filter
+from grading.sandbox import harness, landlock, linux, rootfs
 
-RUN_DESCRIPTORS = 5  # stdin, stdout, stderr, program, ready
+RUN_DESCRIPTORS = 6  # stdin, stdout, stderr, program, ready, check
 SETUP_FAILED = 125  # exit status of a child whose sandbox could not be set up
-SECCOMP_FD = 5  # where a bwrap child finds the BPF program
+SECCOMP_FD = 6  # where a bwrap child finds the BPF program
 REAP_SECONDS = 5.0
 
 
@@ -76,24 +77,29 @@ def serve_run(control: socket.socket, config: dict, fds: list[int], bpf: bytes, 
     if not wait_or_kill(control, pid, config["backstop_seconds"]):
         os.kill(pid, signal.SIGKILL)
     _, status, usage = os.wait4(pid, 0)
-    return status, usage.ru_utime + usage.ru_stime, reap_orphans()
+    reaped, orphans_cpu = reap_orphans()
+    return status, usage.ru_utime + usage.ru_stime + orphans_cpu, reaped
 
 
-def reap_orphans() -> bool:
-    """Wait for every descendant the server adopted (it is a subreaper); False if some outlive REAP_SECONDS.
+def reap_orphans() -> tuple[bool, float]:
+    """Wait for every descendant the server adopted (it is a subreaper); (all reaped within
+    REAP_SECONDS, their CPU seconds).
 
-    bwrap's outer process can exit before its sandbox's init is reaped; that init is then orphaned to
-    the server and dies a moment later (--die-with-parent).
+    bwrap's outer process exits before its sandbox's init is reaped; that init is then orphaned to the
+    server and dies a moment later (--die-with-parent), with the CPU time of the program it reaped.
     """
+    cpu = 0.0
     deadline = time.monotonic() + REAP_SECONDS
     while time.monotonic() < deadline:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
-            return True  # no child left
+            return True, cpu  # no child left
         if pid == 0:
             time.sleep(0.001)
-    return False
+        else:
+            cpu += usage.ru_utime + usage.ru_stime
+    return False, cpu
 
 
 def spawn(config: dict, run_child, own_pid_namespace: int) -> int:
@@ -172,8 +178,8 @@ def act_as_init(program: int) -> None:
 
 
 def install_descriptors(fds: list[int], bpf: bytes | None) -> None:
-    """Put the run's descriptors at 0..4 (and the BPF program at 5 for bwrap); close everything else."""
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]  # out of the way of 0..5
+    """Put the run's descriptors at 0..5 (and the BPF program at 6 for bwrap); close everything else."""
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]  # out of the way of 0..6
     for target, fd in enumerate(moved):
         os.dup2(fd, target)
     if bpf is not None:
@@ -196,4 +202,4 @@ def confine(config: dict, bpf: bytes | None) -> None:
     if config["landlock"]:
         landlock.restrict(read_only=config["readable_paths"], read_write=[rootfs.SCRATCH, "/dev/null"])
     if bpf is not None:
-        seccomp_filter.load_bpf(bpf)
+        linux.load_seccomp(bpf)

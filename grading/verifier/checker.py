@@ -78,6 +78,7 @@ class MathVerifier:
         extraction_policy: how the final answer is found in a response (extraction.EXTRACTION_POLICIES).
         """
         check_policy(extraction_policy)
+        self._dispatcher.refuse_if_closed()
         answers_and_pending: list[tuple[str | None, Verdict | Future]] = []
         for response, reference in pairs:
             answer = extract_answer(response, extraction_policy)

@@ -70,6 +70,10 @@ class Dispatcher:
             self._wake.set()
             return future
 
+    def refuse_if_closed(self) -> None:
+        if self._closed:
+            raise RuntimeError("the MathVerifier is closed; create a new one")
+
     def counters(self) -> tuple[int, int, int]:
         """(checks sent to a worker, timeouts, pool restarts)."""
         with self._lock:

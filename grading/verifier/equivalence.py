@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import logging
 import re
-from fractions import Fraction
 from functools import lru_cache
 
 from grading.verifier.extraction import strip_math_delimiters
+from grading.verifier.fast_compare import structured_verdict
 
 # Spacing that never changes meaning: \! \, \; \: "\ " \quad \qquad ~ and \left / \right before a delimiter.
 _COSMETIC = re.compile(r"\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle|\s+")
 _FRACTION_COMMANDS = re.compile(r"\\[dt]frac(?![a-zA-Z])")
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-_RATIO = re.compile(r"[+-]?\d+/\d+")
-# Longer numbers go to math-verify: Fraction() of a huge literal is itself slow.
-_MAX_FAST_NUMBER_LENGTH = 200
 
 
 def normalise(answer: str) -> str:
@@ -32,35 +28,9 @@ def normalise(answer: str) -> str:
     return text.rstrip(".")
 
 
-def _plain_number(text: str) -> Fraction | None:
-    """'025' -> 25, '-0.50' -> -1/2, '3/4' -> 3/4; None for anything else."""
-    if len(text) > _MAX_FAST_NUMBER_LENGTH or not (_DECIMAL.fullmatch(text) or _RATIO.fullmatch(text)):
-        return None
-    try:
-        return Fraction(text)
-    except ZeroDivisionError:
-        return None
-
-
 def fast_verdict(predicted: str, reference: str) -> bool | None:
-    """True or False when cheap string and number rules decide, None when math-verify must.
-
-    True: equal after normalise(), or equal as plain numbers. False: an empty side, or two different
-    integers (AIME). Other unequal numbers are left to math-verify, which rounds floats (0.3333333 == 1/3).
-    """
-    left, right = normalise(predicted), normalise(reference)
-    if not left or not right:
-        return False
-    if left == right:
-        return True
-    left_number, right_number = _plain_number(left), _plain_number(right)
-    if left_number is None or right_number is None:
-        return None
-    if left_number == right_number:
-        return True
-    if _DECIMAL.fullmatch(left) and _DECIMAL.fullmatch(right) and "." not in left + right:
-        return False
-    return None
+    """True or False when the fast path decides (fast_compare.py), None when math-verify must."""
+    return structured_verdict(predicted, reference)
 
 
 class _DropDisabledTimeoutWarning(logging.Filter):

@@ -121,6 +121,59 @@ def test_a_solution_that_exits_before_the_check_is_not_accepted(judge):
     assert judge.judge(fake_marker, CLOSE_ELEMENTS_TESTS).verdict == WRONG_ANSWER
 
 
+def test_a_check_may_call_helpers_the_solution_defines(judge):
+    solution = "def encode(text):\n    return text[::-1]\n\ndef decode(text):\n    return text[::-1]\n"
+    tests = [{"kind": "functional", "entry_point": "decode", "code": program("""
+        def check(candidate):
+            for word in ("abc", "sandbox", ""):
+                assert candidate(encode(word)) == word
+    """)}]
+    assert judge.judge(solution, tests).verdict == ACCEPTED
+    assert judge.judge(solution.replace("return text[::-1]\n\n", "return text\n\n"), tests).verdict == WRONG_ANSWER
+
+
+def test_functional_results_cross_as_plain_values(judge):
+    solution = program("""
+        from collections import Counter, namedtuple
+        Pair = namedtuple("Pair", "left right")
+
+        def shapes(n):
+            return [None, True, 2 ** 100, -0.5, "é", b"x", (1, [2]), {3}, frozenset({4}), {"k": (5,)},
+                    Counter("aab"), Pair(1, 2), 1 + 2j]
+    """)
+    tests = [{"kind": "functional", "entry_point": "shapes", "code": program("""
+        def check(candidate):
+            values = candidate(0)
+            assert values == [None, True, 2 ** 100, -0.5, "é", b"x", (1, [2]), {3}, frozenset({4}), {"k": (5,)},
+                              {"a": 2, "b": 1}, (1, 2), 1 + 2j]
+            assert type(values[6]) is tuple and values[1] is True and values[0] is None
+    """)}]
+    assert judge.judge(solution, tests).verdict == ACCEPTED
+
+
+def test_a_solutions_exception_reaches_the_check(judge):
+    solution = "def root(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x ** 0.5\n"
+    tests = [{"kind": "functional", "entry_point": "root", "code": program("""
+        def check(candidate):
+            assert candidate(4) == 2
+            try:
+                candidate(-1)
+            except ValueError as error:
+                assert str(error) == "negative"
+            else:
+                assert False, "no ValueError"
+    """)}]
+    assert judge.judge(solution, tests).verdict == ACCEPTED
+    crashing = judge.judge(solution.replace("raise ValueError('negative')", "raise KeyError('negative')"), tests)
+    assert crashing.verdict == RUNTIME_ERROR and "KeyError" in crashing.detail
+
+
+def test_an_endless_functional_solution_gets_time_limit(judge):
+    solution = "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n"
+    assert judge.judge(solution, CLOSE_ELEMENTS_TESTS).verdict == TIME_LIMIT
+    assert_nothing_left(judge)
+
+
 def test_it_judges_many_in_parallel_in_order(judge):
     wrong = "print(0)\n"
     results = judge.judge_many([(A_PLUS_B, A_PLUS_B_TESTS), (wrong, A_PLUS_B_TESTS), (A_PLUS_B, A_PLUS_B_TESTS),

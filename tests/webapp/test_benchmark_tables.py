@@ -57,7 +57,8 @@ def evaluations(project, paper_suite, checkpoint, alice):
 
 def cell(score, low, high, tokens, problems, samples, best):
     return {"score": score, "ci_low": low, "ci_high": high, "mean_tokens": tokens, "num_problems": problems,
-            "samples_per_problem": samples, "best": best}
+            "samples_per_problem": samples, "best": best, "extraction_policy": "", "audit_samples": None,
+            "audit_disagreements": None, "audit_disagreement": None}
 
 
 def test_json_holds_the_numbers_in_percent_in_the_suite_order(api_for, alice, evaluations, paper_suite):
@@ -93,20 +94,18 @@ def test_unfinished_evaluations_count_only_when_asked(api_for, alice, evaluation
     assert named.status_code == 200 and named.json()["rows"] == []
 
 
-def test_csv_has_one_header_row_and_four_columns_per_benchmark(api_for, alice, evaluations, paper_suite):
+def test_csv_has_one_header_row_and_six_columns_per_benchmark(api_for, alice, evaluations, paper_suite):
     response = api_for(alice).get(URL, {"suite": paper_suite.pk, "format": "csv"})
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.reader(io.StringIO(response.content.decode())))
-    assert rows[0] == ["evaluation", "model",
-                       "aime24 score", "aime24 ci_low", "aime24 ci_high", "aime24 mean_tokens",
-                       "math500 score", "math500 ci_low", "math500 ci_high", "math500 mean_tokens",
-                       "lm-eval:mmlu_pro score", "lm-eval:mmlu_pro ci_low", "lm-eval:mmlu_pro ci_high",
-                       "lm-eval:mmlu_pro mean_tokens"]
-    assert rows[1] == [str(evaluations["ours"].pk), "long_cot #1 @ 40", "77.5", "70.1", "84.2", "1234",
-                       "90.0", "88.0", "92.0", "801", "40.0", "", "", ""]
-    assert rows[2] == [str(evaluations["baseline"].pk), "Qwen/Qwen2.5-7B", "50.0", "40.0", "60.0", "2000",
-                       "95.0", "93.0", "97.0", "900", "", "", "", ""]
+    fields = ("score", "ci_low", "ci_high", "mean_tokens", "extraction_policy", "audit_disagreement")
+    assert rows[0] == ["evaluation", "model", *(f"{benchmark} {field}" for benchmark in
+                                                ("aime24", "math500", "lm-eval:mmlu_pro") for field in fields)]
+    assert rows[1] == [str(evaluations["ours"].pk), "long_cot #1 @ 40", "77.5", "70.1", "84.2", "1234", "", "",
+                       "90.0", "88.0", "92.0", "801", "", "", "40.0", "", "", "", "", ""]
+    assert rows[2] == [str(evaluations["baseline"].pk), "Qwen/Qwen2.5-7B", "50.0", "40.0", "60.0", "2000", "", "",
+                       "95.0", "93.0", "97.0", "900", "", "", "", "", "", "", "", ""]
     assert len(rows) == 3
 
 

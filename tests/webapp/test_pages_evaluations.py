@@ -121,3 +121,31 @@ def test_outsider_gets_404_on_evaluation_cancel(client_for, charlie, evaluation)
 def test_evaluation_list_shows_the_current_projects_evaluations(client_for, bob, evaluation):
     content = client_for(bob).get(reverse("evaluation-list")).content.decode()
     assert page("evaluation-detail", evaluation) in content
+
+
+def test_evaluation_page_shows_how_each_benchmark_was_graded_and_its_audit(client_for, bob, scored_evaluation):
+    from webapp.evals.models import GraderAudit
+
+    audit = GraderAudit.objects.create(eval_run=scored_evaluation, status="succeeded",
+                                       grader={"grader_mode": "rule", "extraction_policy": "boxed"},
+                                       summary={"math500": {"samples": 500, "disagreements": 25,
+                                                            "disagreement_rate": 0.05, "judge_errors": 0}})
+    BenchmarkResult.objects.filter(eval_run=scored_evaluation, benchmark="math500").update(
+        audit=audit, audit_samples=500, audit_disagreements=25,
+        metrics={"pass@4": 0.8, "extraction_policy": "flexible", "grader_mode": "rule_then_judge",
+                 "judge_model": "Qwen/Qwen2.5-7B-Instruct", "judged_samples": 40, "judge_errors": 3})
+    content = client_for(bob).get(page("evaluation-detail", scored_evaluation)).content.decode()
+    assert "<code>extraction</code> flexible" in content and "<code>grader</code> rule_then_judge" in content
+    assert "<code>judge errors</code> 3 of 40" in content and "Qwen/Qwen2.5-7B-Instruct" in content
+    assert "<code>judge_model</code>" not in content  # grading settings are not listed again as metrics
+    assert "5.0%" in content and "(25 of 500)" in content and "audit_disagrees=true" in content
+    assert "Grader audits" in content and "rule, boxed extraction" in content and "25 of 500" in content
+
+
+def test_samples_page_shows_the_judge_verdict_and_the_audit(client_for, bob, evaluation):
+    SampleResult.objects.create(eval_run=evaluation, benchmark="math500", problem_id="p1", response="x",
+                                response_tokens=3, correct=True, graded_by="judge", judge_verdict="correct",
+                                judge_reasoning="it is the same fraction", audit_correct=False, audit_answer="1/2")
+    content = client_for(bob).get(page("evaluation-samples", evaluation)).content.decode()
+    assert "judge: correct" in content and "it is the same fraction" in content
+    assert "disagrees" in content and "<code>1/2</code>" in content

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, SampleResult
+from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, GraderAudit, SampleResult
 
 
 @admin.register(BenchmarkSuite)
@@ -26,6 +26,15 @@ class BenchmarkResultAdmin(admin.ModelAdmin):
 
 @admin.register(SampleResult)
 class SampleResultAdmin(admin.ModelAdmin):
-    list_display = ("eval_run", "benchmark", "problem_id", "sample_index", "response_tokens", "correct", "truncated")
-    list_filter = ("benchmark", "correct", "truncated")
+    list_display = ("eval_run", "benchmark", "problem_id", "sample_index", "response_tokens", "correct", "truncated",
+                    "graded_by", "judge_verdict", "audit_correct")
+    list_filter = ("benchmark", "correct", "truncated", "graded_by", "judge_verdict")
     raw_id_fields = ("eval_run",)
+
+
+@admin.register(GraderAudit)
+class GraderAuditAdmin(admin.ModelAdmin):
+    list_display = ("id", "eval_run", "status", "created_at")
+    list_filter = ("status",)
+    raw_id_fields = ("eval_run",)
+    readonly_fields = ("created_at", "started_at", "finished_at", "worker", "traceback", "log")

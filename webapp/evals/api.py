@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
-from rest_framework import serializers, viewsets
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 
@@ -17,10 +19,10 @@ from training.config import ROLLOUT_ENGINES
 from webapp.configs import as_validation_error
 from webapp.api_base import (
     CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
-    visible_field,
+    StrictSerializer, visible_field,
 )
-from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, SampleResult
-from webapp.evals.services import launch_evaluation
+from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, GraderAudit, SampleResult
+from webapp.evals.services import audit_grader, audit_refusal, disagreeing, launch_audit, launch_evaluation
 from webapp.evals.table_renderers import (
     TABLE_FORMATS, TableCSVRenderer, TableJSONRenderer, TableLatexRenderer, TableMarkdownRenderer, TableRendererMixin,
     TableTextRenderer,
@@ -41,7 +43,8 @@ def patched_benchmarks(stored: list, given: Any) -> Any:
 
 class BenchmarkSuiteSerializer(ProjectScopedSerializer):
     benchmarks = serializers.JSONField(help_text="Ordered list of {benchmark, samples_per_problem, max_tokens, "
-                                                 "temperature, top_p, limit}. In a PATCH, an entry keeps the "
+                                                 "temperature, top_p, limit, extraction_policy, grader_mode, "
+                                                 "judge_model, judge_max_tokens}. In a PATCH, an entry keeps the "
                                                  "stored settings of its benchmark that it omits.")
 
     class Meta:
@@ -64,9 +67,17 @@ class BenchmarkSuiteSerializer(ProjectScopedSerializer):
             raise as_validation_error(error) from None
 
 
+def with_defaults(benchmarks: Any) -> Any:
+    """Stored benchmarks with the settings added since they were stored filled in with their defaults."""
+    try:
+        return [config_to_dict(settings) for settings in parse_suite(benchmarks)]
+    except ConfigError:
+        return benchmarks
+
+
 def refuse_changing_a_used_suite(suite: BenchmarkSuite, changes: dict) -> None:
     """409 when the benchmarks of a suite that evaluations or runs use would change (name, description may)."""
-    if "benchmarks" not in changes or changes["benchmarks"] == suite.benchmarks:
+    if "benchmarks" not in changes or changes["benchmarks"] in (suite.benchmarks, with_defaults(suite.benchmarks)):
         return
     if usage := suite.usage():
         raise Conflict(f"suite '{suite.name}' is used by {usage}, so its benchmarks stay as they are and earlier "
@@ -120,17 +131,64 @@ class EvalRunSerializer(ProjectScopedSerializer):
         return launch_evaluation(owner=self.context["request"].user, **validated_data)
 
 
+class GraderAuditSerializer(serializers.ModelSerializer):
+    owner = serializers.StringRelatedField()
+
+    class Meta:
+        model = GraderAudit
+        fields = ("id", "eval_run", "grader", "summary", "owner", *JOB_FIELDS)
+        read_only_fields = fields
+
+
+class AuditRequestSerializer(StrictSerializer):
+    """The second grader of an audit (evaluation.suite_config.AuditGrader); omitted knobs take their defaults."""
+
+    grader_mode = serializers.CharField(required=False, help_text="rule, judge or rule_then_judge.")
+    extraction_policy = serializers.CharField(required=False, help_text="flexible or boxed.")
+    judge_model = serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                        help_text="The judge model of modes judge and rule_then_judge.")
+    judge_max_tokens = serializers.IntegerField(required=False)
+
+    def validate(self, attrs):
+        try:
+            return audit_grader(attrs)
+        except ConfigError as error:
+            raise as_validation_error(error) from None
+
+
 class EvalRunViewSet(CancelMixin, ScopedViewSet):
     queryset = EvalRun.objects.select_related("owner")
     serializer_class = EvalRunSerializer
     filterset_fields = ("project", "suite", "checkpoint", "status")
 
+    @extend_schema(request=AuditRequestSerializer, responses={201: GraderAuditSerializer, 200: GraderAuditSerializer(
+        many=True), 409: OpenApiResponse(description="The evaluation has not succeeded.")})
+    @action(detail=True, methods=["get", "post"])
+    def audits(self, request, pk=None):
+        """GET: this evaluation's grader audits, newest first. POST: grade its stored samples again with a second
+        grader (another extraction policy, or the CoT judge), without regenerating; 409 unless it succeeded."""
+        eval_run = self.get_object()
+        if request.method == "GET":
+            return Response(GraderAuditSerializer(eval_run.audits.select_related("owner"), many=True).data)
+        grader = AuditRequestSerializer(data=request.data)
+        grader.is_valid(raise_exception=True)
+        if reason := audit_refusal(eval_run):
+            raise Conflict(reason)
+        audit = launch_audit(eval_run, grader.validated_data, owner=request.user)
+        return Response(GraderAuditSerializer(audit).data, status=status.HTTP_201_CREATED)
+
 
 class BenchmarkResultSerializer(serializers.ModelSerializer):
+    extraction_policy = serializers.CharField(read_only=True, help_text="How final answers were extracted; empty "
+                                                                        "where none are.")
+    audit_disagreement_rate = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="The latest grader audit: disagreements / audited samples.")
+
     class Meta:
         model = BenchmarkResult
         fields = ("id", "eval_run", "benchmark", "score", "ci_low", "ci_high", "mean_response_tokens",
-                  "num_problems", "samples_per_problem", "metrics")
+                  "num_problems", "samples_per_problem", "metrics", "extraction_policy", "audit", "audit_samples",
+                  "audit_disagreements", "audit_disagreement_rate")
 
 
 class BenchmarkResultViewSet(ReadOnlyScopedViewSet):
@@ -142,16 +200,28 @@ class BenchmarkResultViewSet(ReadOnlyScopedViewSet):
 
 
 class SampleResultSerializer(serializers.ModelSerializer):
+    audit_disagrees = serializers.BooleanField(read_only=True, help_text="The latest audit's verdict differs.")
+
     class Meta:
         model = SampleResult
         fields = ("id", "eval_run", "benchmark", "problem_id", "sample_index", "response", "response_tokens",
-                  "correct", "truncated", "extracted_answer")
+                  "correct", "truncated", "extracted_answer", "detail", "extraction_policy", "graded_by",
+                  "judge_verdict", "judge_reasoning", "audit_correct", "audit_answer", "audit_detail",
+                  "audit_disagrees")
 
 
 class SampleResultFilter(ResponseLengthFilter):
+    audit_disagrees = django_filters.BooleanFilter(method="filter_audit_disagrees",
+                                                   label="Only samples where the latest audit disagrees (true).")
+
     class Meta:
         model = SampleResult
-        fields = ("eval_run", "benchmark", "problem_id", "correct", "truncated")
+        fields = ("eval_run", "benchmark", "problem_id", "correct", "truncated", "graded_by", "judge_verdict",
+                  "audit_correct")
+
+    def filter_audit_disagrees(self, queryset, name, value):
+        disagreeing_samples = disagreeing(queryset)
+        return disagreeing_samples if value else queryset.exclude(pk__in=disagreeing_samples.values("pk"))
 
 
 class SampleResultViewSet(ReadOnlyScopedViewSet):
@@ -223,6 +293,11 @@ class BenchmarkTableCellSerializer(serializers.Serializer):
     num_problems = serializers.IntegerField()
     samples_per_problem = serializers.IntegerField()
     best = serializers.BooleanField(help_text="The column's top score (ties included; needs two scores or more).")
+    extraction_policy = serializers.CharField(help_text="How final answers were extracted; empty where none are.")
+    audit_samples = serializers.IntegerField(allow_null=True, help_text="The latest grader audit's samples.")
+    audit_disagreements = serializers.IntegerField(allow_null=True, help_text="Of them, those it graded otherwise.")
+    audit_disagreement = serializers.FloatField(allow_null=True, help_text="Disagreements in percent of audited "
+                                                                           "samples, one decimal.")
 
 
 class BenchmarkTableRowSerializer(serializers.Serializer):
@@ -264,7 +339,7 @@ class BenchmarkTableViewSet(viewsets.ViewSet):
         responses={
             (200, TableJSONRenderer.media_type): BenchmarkTableSerializer,
             (200, TableCSVRenderer.media_type): text_file("One header row; per benchmark: score, ci_low, ci_high, "
-                                                          "mean_tokens."),
+                                                          "mean_tokens, extraction_policy, audit_disagreement."),
             (200, TableMarkdownRenderer.media_type): text_file("A pipe table; cells '77.5 [70.1, 84.2]'."),
             (200, TableLatexRenderer.media_type): text_file("A booktabs tabular, the best score per column bold."),
             400: OpenApiResponse(description="A parameter is invalid; the body names it."),

@@ -1,4 +1,4 @@
-"""Benchmark suites, evaluation runs, per-benchmark results and per-sample rows."""
+"""Benchmark suites, evaluation runs, per-benchmark results, per-sample rows and grader audits."""
 
 from __future__ import annotations
 
@@ -60,8 +60,48 @@ class EvalScopedQuerySet(ProjectScopedQuerySet):
     project_path = "eval_run__project"
 
 
+class GraderAudit(Job):
+    """A finished evaluation's stored responses graded again by a second grader, without regenerating them.
+
+    grader: the second grader (evaluation.audit.AuditGrader: grader_mode, extraction_policy, judge_model,
+    judge_max_tokens). Each audited sample keeps the second verdict (SampleResult.audit_*), each audited benchmark
+    its disagreement counts (BenchmarkResult.audit_*); summary holds them per benchmark, and the skipped ones.
+    """
+
+    eval_run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="audits")
+    grader = models.JSONField(help_text="The second grader: grader_mode, extraction_policy, judge_model, "
+                                        "judge_max_tokens.")
+    summary = models.JSONField(default=dict, blank=True, help_text="Per benchmark: samples, disagreements, "
+                                                                   "disagreement_rate, judge_errors; or skipped.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="grader_audits")
+
+    objects = EvalScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"audit {self.pk} of evaluation {self.eval_run_id}"
+
+    def grader_label(self) -> str:
+        """'rule, boxed extraction' or 'judge Qwen/Qwen2.5-7B-Instruct'."""
+        return grader_label(self.grader)
+
+
+def grader_label(grader: dict) -> str:
+    mode = grader.get("grader_mode", "rule")
+    if mode == "rule":
+        return f"rule, {grader.get('extraction_policy', 'flexible')} extraction"
+    return f"{mode} {grader.get('judge_model') or ''}".strip()
+
+
+# Metrics that say how a benchmark was graded (evaluation.runner.grading_metadata), shown apart from the scores.
+GRADING_METRICS = ("extraction_policy", "grader_mode", "judge_model", "judged_samples", "judge_errors")
+
+
 class BenchmarkResult(models.Model):
-    """One benchmark's score within an evaluation run."""
+    """One benchmark's score within an evaluation run; audit_* compare it with a second grader's."""
 
     eval_run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
     benchmark = models.CharField(max_length=100)
@@ -72,12 +112,34 @@ class BenchmarkResult(models.Model):
     num_problems = models.PositiveIntegerField(default=0)
     samples_per_problem = models.PositiveIntegerField(default=1)
     metrics = models.JSONField(default=dict, blank=True, help_text="pass@k, maj@k and other metrics by name.")
+    audit = models.ForeignKey(GraderAudit, null=True, blank=True, on_delete=models.SET_NULL, related_name="results",
+                              help_text="The latest grader audit of this benchmark.")
+    audit_samples = models.PositiveIntegerField(null=True, blank=True, help_text="Samples the audit graded again.")
+    audit_disagreements = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Samples whose second verdict differs from the stored one.")
 
     objects = EvalScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["eval_run", "benchmark"]
         constraints = [models.UniqueConstraint(fields=["eval_run", "benchmark"], name="one_result_per_benchmark")]
+
+    @property
+    def extraction_policy(self) -> str:
+        """How final answers were extracted ("" for benchmarks that extract none, or results from before)."""
+        return self.metrics.get("extraction_policy", "") if isinstance(self.metrics, dict) else ""
+
+    def other_metrics(self) -> dict:
+        """The metrics other than the grading ones (pass@k, maj@k, runner...)."""
+        metrics = self.metrics if isinstance(self.metrics, dict) else {}
+        return {name: value for name, value in metrics.items() if name not in GRADING_METRICS}
+
+    @property
+    def audit_disagreement_rate(self) -> float | None:
+        """Disagreements over audited samples, 0 to 1; None when never audited (or nothing to audit)."""
+        if not self.audit_samples:
+            return None
+        return self.audit_disagreements / self.audit_samples
 
 
 class SampleResult(models.Model):
@@ -93,6 +155,17 @@ class SampleResult(models.Model):
     correct = models.BooleanField()
     truncated = models.BooleanField(default=False)
     extracted_answer = models.TextField(blank=True)
+    detail = models.TextField(blank=True, help_text="Why it was judged so: a sandbox verdict, a timeout, a judge "
+                                                    "error.")
+    extraction_policy = models.CharField(max_length=20, blank=True,
+                                         help_text="How the final answer was extracted; empty where none was.")
+    graded_by = models.CharField(max_length=10, blank=True, help_text="rule or judge (the CoT judge model).")
+    judge_verdict = models.CharField(max_length=10, blank=True,
+                                     help_text="correct, incorrect, error (no valid verdict), or empty (not asked).")
+    judge_reasoning = models.TextField(blank=True, help_text="The judge's reasoning (its whole output on an error).")
+    audit_correct = models.BooleanField(null=True, blank=True, help_text="The latest grader audit's verdict.")
+    audit_answer = models.TextField(blank=True, help_text="The answer the audit's grader extracted.")
+    audit_detail = models.TextField(blank=True, help_text="The audit's judge reasoning or error, or rule detail.")
 
     objects = EvalScopedQuerySet.as_manager()
 
@@ -110,3 +183,7 @@ class SampleResult(models.Model):
                          name="sample_length_idx"),
             models.Index(fields=["eval_run", "benchmark", "correct"], name="sample_correct_idx"),
         ]
+
+    @property
+    def audit_disagrees(self) -> bool:
+        return self.audit_correct is not None and self.audit_correct != self.correct

@@ -1,11 +1,16 @@
-"""Launching evaluation runs."""
+"""Launching evaluation runs and grader audits; sample queries of the evaluation pages and API."""
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import Avg, Count, F, Q
+from typing import Any
 
-from webapp.evals.models import EvalRun, SampleResult
+from django.db import transaction
+from django.db.models import Avg, Count, F, Q, QuerySet
+
+from common.knobs import ConfigError, config_to_dict, parse_config
+from evaluation.suite_config import AuditGrader
+from webapp.evals.models import EvalRun, GraderAudit, SampleResult
+from webapp.jobs import JobStatus
 from workers.dispatch import enqueue_job
 
 
@@ -14,6 +19,37 @@ def launch_evaluation(**fields) -> EvalRun:
     eval_run = EvalRun.objects.create(**fields)
     transaction.on_commit(lambda: enqueue_job("eval_run", eval_run.pk))
     return eval_run
+
+
+def audit_grader(grader: Any) -> dict:
+    """The second grader validated, defaults filled in; ConfigError names each refused field."""
+    if not isinstance(grader, dict):
+        raise ConfigError({"grader": "must be an object: {grader_mode, extraction_policy, judge_model, "
+                                     "judge_max_tokens}"})
+    return config_to_dict(parse_config(AuditGrader, grader))
+
+
+def audit_refusal(eval_run: EvalRun) -> str | None:
+    """Why an evaluation cannot be audited now, else None: it must have succeeded (its samples are final)."""
+    if eval_run.status != JobStatus.SUCCEEDED:
+        return (f"evaluation {eval_run.pk} is {eval_run.status}: only a succeeded evaluation is audited, "
+                "since its stored samples are final")
+    return None
+
+
+def launch_audit(eval_run: EvalRun, grader: dict, owner=None) -> GraderAudit:
+    """Create a queued grader audit of a succeeded evaluation (grader as validated by audit_grader) and send it
+    to the gpu queue after commit."""
+    if reason := audit_refusal(eval_run):
+        raise ValueError(reason)
+    audit = GraderAudit.objects.create(eval_run=eval_run, grader=grader, owner=owner)
+    transaction.on_commit(lambda: enqueue_job("grader_audit", audit.pk))
+    return audit
+
+
+def disagreeing(samples: QuerySet) -> QuerySet:
+    """The samples whose latest audit verdict differs from their stored verdict."""
+    return samples.filter(audit_correct__isnull=False).exclude(audit_correct=F("correct"))
 
 
 def accuracy_by_length(eval_run_id: int, benchmark: str, bin_tokens: int) -> list[dict]:

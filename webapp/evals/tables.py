@@ -38,6 +38,10 @@ class TableCell:
     num_problems: int
     samples_per_problem: int
     best: bool = False  # the column's top score (ties included), marked when the column has two scores or more
+    extraction_policy: str = ""  # how final answers were extracted; "" where none are (code, lm-eval)
+    audit_samples: int | None = None  # the latest grader audit: samples graded again (None: never audited)
+    audit_disagreements: int | None = None
+    audit_disagreement: float | None = None  # disagreements / audited samples, percent with one decimal
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,10 @@ def _cell(result: BenchmarkResult | None, best_score: float | None) -> TableCell
         return None
     return TableCell(score=score, ci_low=percent(result.ci_low), ci_high=percent(result.ci_high),
                      mean_tokens=whole_tokens(result.mean_response_tokens), num_problems=result.num_problems,
-                     samples_per_problem=result.samples_per_problem, best=score == best_score)
+                     samples_per_problem=result.samples_per_problem, best=score == best_score,
+                     extraction_policy=result.extraction_policy, audit_samples=result.audit_samples,
+                     audit_disagreements=result.audit_disagreements,
+                     audit_disagreement=percent(result.audit_disagreement_rate))
 
 
 def _best_score(results: Iterable[BenchmarkResult | None]) -> float | None:
@@ -224,14 +231,17 @@ def table_to_json(table: BenchmarkTable) -> dict:
 
 def _cell_json(cell: TableCell) -> dict:
     return {"score": cell.score, "ci_low": cell.ci_low, "ci_high": cell.ci_high, "mean_tokens": cell.mean_tokens,
-            "num_problems": cell.num_problems, "samples_per_problem": cell.samples_per_problem, "best": cell.best}
+            "num_problems": cell.num_problems, "samples_per_problem": cell.samples_per_problem, "best": cell.best,
+            "extraction_policy": cell.extraction_policy, "audit_samples": cell.audit_samples,
+            "audit_disagreements": cell.audit_disagreements, "audit_disagreement": cell.audit_disagreement}
 
 
-CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens")
+CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "extraction_policy", "audit_disagreement")
 
 
 def table_to_csv(table: BenchmarkTable) -> str:
-    """One header row ("evaluation", "model", then "<benchmark> score|ci_low|ci_high|mean_tokens"); empty = missing."""
+    """One header row ("evaluation", "model", then per benchmark "<benchmark> score|ci_low|ci_high|mean_tokens|
+    extraction_policy|audit_disagreement" (percent of audited samples)); empty = missing."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["evaluation", "model", *(f"{benchmark} {field}" for benchmark in table.columns

@@ -1,0 +1,228 @@
+"""The verifier's fast path: compare two written answers by value without sympy, or say it cannot.
+
+structured_verdict returns True or False when the answers fall in the forms of answer_forms.py (numbers,
+fractions, radicals, pi, complex numbers, expressions in one-letter variables, lists, sets, tuples,
+intervals and unions, matrices, equations, words), and None otherwise, for math-verify to decide.
+
+Values: rationals compare exactly; anything else is evaluated to 50 digits (expressions with variables at
+three fixed points, the same for both sides) and equal when it agrees to 40 digits. A decimal written with
+six or more places also matches an exact value that it rounds or truncates to ("0.3333333" for 1/3);
+shorter decimals must be exact ("0.333" is not 1/3). A percent sign may be read as a unit or as 1/100.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from itertools import permutations
+
+import mpmath
+
+from grading.verifier.answer_forms import (
+    SET_CLOSE, SET_OPEN, Unparsed, as_word, clean, drop_simple_lhs, equation_sides, inequality_interval,
+    list_items, matrix_rows, scalar, split_top_level,
+)
+from grading.verifier.latex_values import PRECISION_DIGITS, Expression
+
+_MAX_FAST_LENGTH = 400  # longer answers go to math-verify, in a worker with a time limit
+_MAX_ITEMS_TO_PAIR = 5  # unordered lists longer than this are paired greedily
+_TOLERANCE = mpmath.mpf(10) ** -40
+_POINTS = ("0.6180339887", "1.4142135623", "2.7182818284")  # variable values, shifted per variable
+_LONG_DECIMAL = re.compile(r"-?\d*\.(\d{6,})")
+_INTERVAL = re.compile(r"^[\[(].*[\])]$", re.DOTALL)
+
+
+def structured_verdict(predicted: str, reference: str) -> bool | None:
+    """True or False when the fast path decides; None leaves the pair to math-verify."""
+    left, right = clean(predicted), clean(reference)
+    if not left or not right:
+        return False
+    if left == right:
+        return True
+    if len(left) > _MAX_FAST_LENGTH or len(right) > _MAX_FAST_LENGTH:
+        return None
+    try:
+        with mpmath.workdps(PRECISION_DIGITS):
+            return _compare(left, right)
+    except (Unparsed, ArithmeticError, ValueError, KeyError, RecursionError):
+        return None
+
+
+def _compare(left: str, right: str) -> bool:
+    words = as_word(left), as_word(right)
+    if words[0] is not None and words[1] is not None:
+        return words[0] == words[1]
+    if any(word is not None for word in words):
+        raise Unparsed("a word against a value")
+    matrices = matrix_rows(left), matrix_rows(right)
+    if matrices[0] is not None or matrices[1] is not None:
+        return _same_matrix(*matrices)
+    left, right = _strip_membership(left), _strip_membership(right)
+    intervals = _intervals(left), _intervals(right)
+    if intervals[0] is not None and intervals[1] is not None and (_is_interval_form(left) or _is_interval_form(right)):
+        return _same_items(intervals[0], intervals[1], _same_interval, ordered=False)
+    (left_kind, left_items), (right_kind, right_items) = _shape(left), _shape(right)
+    if len(left_items) != len(right_items):
+        return False
+    if left_kind != right_kind:
+        raise Unparsed("a tuple against an unordered list")  # "(1, 2)" may be an open interval: math-verify
+    return _same_items(left_items, right_items, _same_scalar, ordered=left_kind == "tuple")
+
+
+def _strip_membership(text: str) -> str:
+    return re.sub(r"^[a-zA-Z]\s*\\in\s*", "", text)
+
+
+def _shape(text: str) -> tuple[str, list[str]]:
+    """('tuple' | 'unordered' | 'scalar', items)."""
+    if text.startswith(SET_OPEN) and text.endswith(SET_CLOSE):
+        return "unordered", [item for item in split_top_level(text[1:-1]) if item]
+    if text.startswith("(") and text.endswith(")") and len(split_top_level(text[1:-1])) > 1 \
+            and _balanced(text[1:-1]):
+        return "tuple", split_top_level(text[1:-1])
+    items = list_items(text)
+    if len(items) > 1:
+        return "unordered", [drop_simple_lhs(item) for item in items]
+    return "scalar", [text]
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for character in text:
+        depth += character in "([{"
+        depth -= character in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _is_interval_form(text: str) -> bool:
+    return "\\cup" in text or inequality_interval(text) is not None or (
+        _INTERVAL.match(text) is not None and (text[0] == "[" or text[-1] == "]" or "\\infty" in text))
+
+
+def _intervals(text: str) -> list[tuple[str, str, str, str]] | None:
+    """[(opening, low, high, closing)] of an interval or a union of intervals, else None."""
+    converted = inequality_interval(text)
+    text = converted or text
+    result = []
+    for part in text.split("\\cup"):
+        part = part.strip()
+        if not _INTERVAL.match(part) or not _balanced(part[1:-1]):
+            return None
+        bounds = split_top_level(part[1:-1])
+        if len(bounds) != 2:
+            return None
+        result.append((part[0], bounds[0], bounds[1], part[-1]))
+    return result
+
+
+def _same_interval(left: tuple[str, str, str, str], right: tuple[str, str, str, str]) -> bool:
+    return left[0] == right[0] and left[3] == right[3] and _same_scalar(left[1], right[1]) \
+        and _same_scalar(left[2], right[2])
+
+
+def _same_matrix(left: list[list[str]] | None, right: list[list[str]] | None) -> bool:
+    if left is None or right is None:
+        raise Unparsed("a matrix against another form")
+    if [len(row) for row in left] != [len(row) for row in right]:
+        return False
+    return all(_same_scalar(a, b) for row_a, row_b in zip(left, right) for a, b in zip(row_a, row_b))
+
+
+def _same_items(left: list, right: list, same, ordered: bool) -> bool:
+    if len(left) != len(right):
+        return False
+    if ordered:
+        return all(same(a, b) for a, b in zip(left, right))
+    if len(left) <= _MAX_ITEMS_TO_PAIR:
+        return any(all(same(a, b) for a, b in zip(left, order)) for order in permutations(right))
+    remaining = list(right)
+    for item in left:
+        match = next((index for index, other in enumerate(remaining) if same(item, other)), None)
+        if match is None:
+            return False
+        remaining.pop(match)
+    return True
+
+
+def _same_scalar(left: str, right: str) -> bool:
+    left_sides, right_sides = equation_sides(left), equation_sides(right)
+    if left_sides is not None and right_sides is not None:
+        return _same_equation(left_sides, right_sides)
+    left, right = drop_simple_lhs(left), drop_simple_lhs(right)
+    if equation_sides(left) is not None or equation_sides(right) is not None:
+        raise Unparsed("an equation against a value")
+    (left_value, left_percent), (right_value, right_percent) = scalar(left), scalar(right)
+    return any(_same_value(a, left, b, right) for a in _readings(left_value, left_percent)
+               for b in _readings(right_value, right_percent))
+
+
+def _readings(expression: Expression, percent: bool) -> list[Expression]:
+    """The value, and with a percent sign also the value divided by 100."""
+    if not percent:
+        return [expression]
+    hundredth = Expression(lambda: None if expression.exact() is None else expression.exact() / 100,
+                           lambda env: expression.value(env) / 100, expression.variables)
+    return [expression, hundredth]
+
+
+def _same_value(left: Expression, left_text: str, right: Expression, right_text: str) -> bool:
+    exact_left, exact_right = left.exact(), right.exact()
+    if exact_left is not None and exact_right is not None and exact_left == exact_right:
+        return True
+    if _long_decimal_matches(left_text, right) or _long_decimal_matches(right_text, left):
+        return True
+    if exact_left is not None and exact_right is not None:
+        return False
+    variables = sorted(left.variables | right.variables)
+    for point in range(len(_POINTS) if variables else 1):
+        environment = {name: mpmath.mpf(_POINTS[point]) + index / 7 for index, name in enumerate(variables)}
+        a, b = left.value(environment), right.value(environment)
+        if not _close(a, b):
+            return False
+    return True
+
+
+def _close(a, b) -> bool:
+    if mpmath.isnan(a) or mpmath.isnan(b):
+        raise Unparsed("not a number")
+    if mpmath.isinf(a) or mpmath.isinf(b):
+        return a == b
+    return abs(a - b) <= _TOLERANCE * max(1, abs(a), abs(b))
+
+
+def _long_decimal_matches(text: str, reference: Expression) -> bool:
+    """A decimal of six or more places equals an exact value that, rounded or truncated to as many places,
+    is that decimal ("0.3333333" for 1/3, but not "0.5000001" for 1/2)."""
+    match = _LONG_DECIMAL.fullmatch(text.strip())
+    if match is None or reference.variables:
+        return False
+    value = reference.value({})
+    if mpmath.im(value) != 0 or mpmath.isinf(value):
+        return False
+    places = len(match.group(1))
+    written = Fraction(text.strip()) * 10 ** places
+    scaled = mpmath.re(value) * 10 ** places
+    truncated = mpmath.floor(scaled) if scaled >= 0 else mpmath.ceil(scaled)
+    return written in (int(mpmath.nint(scaled)), int(truncated))
+
+
+def _same_equation(left: tuple[str, str], right: tuple[str, str]) -> bool:
+    """Equations are the same when left - right of one is a constant non-zero multiple of the other's."""
+    differences = []
+    for sides in (left, right):
+        (lhs, _), (rhs, _) = scalar(sides[0]), scalar(sides[1])
+        differences.append((lhs, rhs))
+    variables = sorted(set().union(*(side.variables for pair in differences for side in pair)))
+    ratios = []
+    for point in range(len(_POINTS)):
+        environment = {name: mpmath.mpf(_POINTS[point]) + index / 7 for index, name in enumerate(variables)}
+        first = differences[0][0].value(environment) - differences[0][1].value(environment)
+        second = differences[1][0].value(environment) - differences[1][1].value(environment)
+        if _close(first, 0) or _close(second, 0):
+            if not (_close(first, 0) and _close(second, 0)):
+                return False
+            continue
+        ratios.append(first / second)
+    return all(_close(ratio, ratios[0]) for ratio in ratios)

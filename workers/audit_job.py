@@ -1,0 +1,80 @@
+"""Run one grader audit row: every benchmark of a finished evaluation graded again from its stored samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from common.knobs import parse_config
+from evaluation.audit import BenchmarkAudit, StoredSample, audit_benchmark, audit_skip_reason
+from evaluation.context import EvalContext, EvaluationStopped
+from evaluation.suite_config import AuditGrader, parse_suite
+from training.models.loading import resolve_model_path
+from webapp.evals.models import BenchmarkResult, GraderAudit, SampleResult
+from workers.eval_job import storable_text
+from workers.jobs import JobCancelled
+
+SAMPLE_ROWS_PER_UPDATE = 1000
+
+
+def stored_samples(result: BenchmarkResult) -> list[StoredSample]:
+    rows = (SampleResult.objects.filter(eval_run_id=result.eval_run_id, benchmark=result.benchmark)
+            .order_by("problem_id", "sample_index").values_list("problem_id", "sample_index", "response", "correct"))
+    return [StoredSample(*row) for row in rows]
+
+
+def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkAudit) -> None:
+    """The second verdict on every sample of the benchmark and its disagreement counts, all or nothing."""
+    rows = {(row.problem_id, row.sample_index): row
+            for row in SampleResult.objects.filter(eval_run_id=result.eval_run_id, benchmark=result.benchmark)
+            .only("pk", "problem_id", "sample_index")}
+    for sample in outcome.samples:
+        row = rows[(sample.problem_id, sample.sample_index)]
+        row.audit_correct, row.audit_answer = sample.correct, storable_text(sample.extracted)
+        row.audit_detail = storable_text(sample.detail)
+    with transaction.atomic():
+        SampleResult.objects.bulk_update(rows.values(), ["audit_correct", "audit_answer", "audit_detail"],
+                                         batch_size=SAMPLE_ROWS_PER_UPDATE)
+        BenchmarkResult.objects.filter(pk=result.pk).update(
+            audit=audit, audit_samples=len(outcome.samples), audit_disagreements=outcome.disagreements)
+
+
+def log_progress(audit: GraderAudit, line: str) -> None:
+    GraderAudit.append_log(audit.pk, line)
+    GraderAudit.heartbeat(audit.pk)
+
+
+def run_audit_job(audit: GraderAudit) -> None:
+    """Grade each gradable benchmark's stored samples again; the others are skipped, with the reason."""
+    grader = parse_config(AuditGrader, audit.grader)
+    suite_settings = {entry.benchmark: entry for entry in parse_suite(audit.eval_run.suite.benchmarks)}
+    results = list(BenchmarkResult.objects.filter(eval_run_id=audit.eval_run_id).order_by("benchmark"))
+    context = EvalContext(
+        "", Path(settings.DATASETS_DIR), rollout_engine=audit.eval_run.rollout_engine, seed=audit.eval_run.seed,
+        log=lambda line: log_progress(audit, line),
+        should_stop=lambda: GraderAudit.objects.filter(pk=audit.pk, cancel_requested=True).exists(),
+        fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
+        resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
+    )
+    summary = {}
+    try:
+        for position, result in enumerate(results):
+            reason = audit_skip_reason(result.benchmark) or (
+                None if result.benchmark in suite_settings else f"{result.benchmark} is no longer in the suite")
+            if reason:
+                summary[result.benchmark] = {"skipped": reason}
+                log_progress(audit, f"{result.benchmark}: skipped: {reason}")
+                continue
+            outcome = audit_benchmark(suite_settings[result.benchmark], grader, stored_samples(result), context)
+            store_audit(audit, result, outcome)
+            summary[result.benchmark] = outcome.summary()
+            GraderAudit.objects.filter(pk=audit.pk).update(summary=summary, progress=(position + 1) / len(results))
+            log_progress(audit, f"{result.benchmark}: {outcome.disagreements} of {len(outcome.samples)} samples "
+                                f"disagree, {outcome.judge_errors} judge errors")
+    except EvaluationStopped:
+        raise JobCancelled() from None
+    finally:
+        context.close()
+        GraderAudit.objects.filter(pk=audit.pk).update(summary=summary)
