@@ -91,11 +91,8 @@ def grade(items: Sequence[JudgeItem], mode: str, rule: Rule, judge: CotJudge | N
 
 
 def verifier_decided(result: VerifierResult) -> bool:
-    """Whether the verifier could decide: an answer was extracted and checked in time.
-
-    The one place to switch to VerifierResult.decided once the verifier has it.
-    """
-    return result.extracted is not None and not result.timed_out
+    """Whether the verifier could decide: an answer was extracted, read and checked in time."""
+    return result.decided
 
 
 def verifier_verdicts(pairs: Sequence[tuple[str, str]], verifier: MathVerifier,

@@ -28,6 +28,11 @@ class VerifierResult:
     extracted: str | None
     timed_out: bool = False
     extraction_policy: str = FLEXIBLE
+    decided: bool = True  # False: no answer extracted, the check timed out, or math-verify could not read it
+
+    def __post_init__(self):
+        if self.extracted is None or self.timed_out:
+            object.__setattr__(self, "decided", False)
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,8 @@ class MathVerifier:
         results = []
         for answer, pending in answers_and_pending:
             verdict = pending.result() if isinstance(pending, Future) else pending
-            results.append(VerifierResult(verdict.correct, answer, verdict.timed_out, extraction_policy))
+            results.append(VerifierResult(verdict.correct, answer, verdict.timed_out, extraction_policy,
+                                          verdict.decided))
         return results
 
     def stats(self) -> VerifierStats:
@@ -108,7 +114,7 @@ class MathVerifier:
     def _verdict_or_future(self, answer: str | None, reference: str) -> Verdict | Future:
         """The verdict when it is known without a worker, else the future of the worker's verdict."""
         if answer is None:
-            return Verdict(correct=False)
+            return Verdict(correct=False, decided=False)
         key = (answer, reference)
         cached = self._cache.get(key)
         if cached is not None:
@@ -116,6 +122,6 @@ class MathVerifier:
         fast = fast_verdict(answer, reference)
         if fast is None:
             return self._dispatcher.submit(key)
-        verdict = Verdict(correct=fast)
+        verdict = Verdict(correct=fast, decided=True)
         self._cache.put(key, verdict)
         return verdict

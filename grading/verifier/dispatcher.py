@@ -34,6 +34,7 @@ class Verdict:
 
     correct: bool
     timed_out: bool = False
+    decided: bool = True  # False: timed out, or an answer math-verify could not read
 
 
 class Dispatcher:
@@ -164,14 +165,15 @@ class Dispatcher:
                     self._requeue(key)
                     continue
                 logger.warning("a worker died %d times checking %r against %r; answering False", attempts[key], *key)
-                self._settle(key, Verdict(correct=False))
+                self._settle(key, Verdict(correct=False, decided=False))
             elif error is not None:  # a bug in the check itself: the caller gets the exception
                 with self._lock:
                     waiting = self._waiting.pop(key, None)
                 if waiting is not None:
                     waiting.set_exception(error)
             else:
-                self._settle(key, Verdict(correct=future.result()))
+                correct, decided = future.result()
+                self._settle(key, Verdict(correct=correct, decided=decided))
             attempts.pop(key, None)
         return broken
 
@@ -202,7 +204,7 @@ class Dispatcher:
         for future in overdue:
             key, _ = in_flight.pop(future)
             attempts.pop(key, None)
-            self._settle(key, Verdict(correct=False, timed_out=True))
+            self._settle(key, Verdict(correct=False, timed_out=True, decided=False))
         for key, _ in in_flight.values():
             self._requeue(key)
         in_flight.clear()

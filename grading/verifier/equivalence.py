@@ -56,6 +56,7 @@ def _has_expression(parsed: list) -> bool:
     return any(not isinstance(item, str) for item in parsed)
 
 
+@lru_cache(maxsize=4096)  # a problem's reference is parsed once per worker
 def parse_answer(answer: str) -> list:
     """math_verify.parse of a bare answer: as LaTeX inside $...$ first, as a plain expression if that fails.
 
@@ -71,19 +72,24 @@ def parse_answer(answer: str) -> list:
     return as_expression if _has_expression(as_expression) else as_latex or as_expression
 
 
+def equivalence_verdict(predicted: str | None, reference: str) -> tuple[bool, bool]:
+    """(equal, decided): decided is False when there is no answer or math-verify could not read a side."""
+    if predicted is None:
+        return False, False
+    verdict = fast_verdict(predicted, reference)
+    if verdict is not None:
+        return verdict, True
+    gold, target = parse_answer(reference), parse_answer(predicted)
+    if not gold or not target:
+        return False, False
+    math_verify, _ = _math_verify()
+    # verify is not symmetric: the reference goes first (assignments like "x=5" are unwrapped on its side).
+    return bool(math_verify.verify(gold, target, timeout_seconds=None)), True
+
+
 def is_equivalent(predicted: str | None, reference: str) -> bool:
     """Whether the predicted answer equals the reference in value: 1/2 == \\frac{1}{2} == 0.5, [1,3) == [1, 3).
 
     Safe off the main thread; no time limit (see the module docstring). None predicts nothing: False.
     """
-    if predicted is None:
-        return False
-    verdict = fast_verdict(predicted, reference)
-    if verdict is not None:
-        return verdict
-    gold, target = parse_answer(reference), parse_answer(predicted)
-    if not gold or not target:
-        return False
-    math_verify, _ = _math_verify()
-    # verify is not symmetric: the reference goes first (assignments like "x=5" are unwrapped on its side).
-    return bool(math_verify.verify(gold, target, timeout_seconds=None))
+    return equivalence_verdict(predicted, reference)[0]

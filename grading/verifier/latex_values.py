@@ -19,7 +19,7 @@ import mpmath
 PRECISION_DIGITS = 50
 _MAX_POWER_BITS = 100_000  # numeric powers beyond 2^this are left to math-verify
 _MAX_EXACT_DIGITS = 2000  # exact powers beyond this many digits are evaluated numerically only
-_TOKEN = re.compile(r"\s*(?:(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+_TOKEN = re.compile(r"\s*(?:(?P<based>\d[0-9A-Z]*_(?:\{\d+\}|\d+))|(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
                     r"|(?P<command>\\[a-zA-Z]+)|(?P<letter>[a-zA-Z])|(?P<symbol>[-+*/^(){}\[\]]))")
 _CONSTANT_COMMANDS = {"\\pi": "pi", "\\infty": "inf"}
 _PRODUCT_COMMANDS = {"\\cdot", "\\times"}
@@ -47,6 +47,18 @@ def _constant(number: Fraction) -> Expression:
 
 def _number(text: str) -> Expression:
     return _constant(Fraction(text))
+
+
+def _based_number(text: str) -> Expression:
+    """'2516_8' or '4210_{5}': digits in the base of the subscript."""
+    digits, base = text.split("_")
+    base_value = int(base.strip("{}"))
+    if not 2 <= base_value <= 36:
+        raise Unparsed(f"base {base_value}")
+    try:
+        return _constant(Fraction(int(digits, base_value)))
+    except ValueError:
+        raise Unparsed(f"{digits} is not a base-{base_value} numeral") from None
 
 
 def _symbol(name: str) -> Expression:
@@ -214,6 +226,8 @@ class _Parser:
         kind, text = self.take()
         if kind == "number":
             return self.mixed_number(_number(text)) if text.isdigit() else _number(text)
+        if kind == "based":
+            return _based_number(text)
         if kind == "letter":
             return _symbol(text)
         if text in ("(", "{", "["):

@@ -23,9 +23,9 @@ START_METHODS = ("spawn", "forkserver")
 def initialise_worker(pid_queue) -> None:
     """Runs first in each worker: report the pid (so the pool can kill it) and import math_verify."""
     pid_queue.put(os.getpid())
-    from grading.verifier.equivalence import is_equivalent
+    from grading.verifier.equivalence import equivalence_verdict
 
-    is_equivalent("\\frac{1}{2}", "0.25")  # loads the LaTeX parser and sympy's caches
+    equivalence_verdict("\\log_2 8", "3")  # outside the fast path: loads the LaTeX parser and sympy's caches
 
 
 def warm_up() -> int:
@@ -33,11 +33,11 @@ def warm_up() -> int:
     return os.getpid()
 
 
-def check_in_worker(predicted: str, reference: str) -> bool:
-    """is_equivalent, run inside a worker process."""
-    from grading.verifier.equivalence import is_equivalent
+def check_in_worker(predicted: str, reference: str) -> tuple[bool, bool]:
+    """equivalence_verdict (equal, decided), run inside a worker process."""
+    from grading.verifier.equivalence import equivalence_verdict
 
-    return is_equivalent(predicted, reference)
+    return equivalence_verdict(predicted, reference)
 
 
 class WorkerPool:
@@ -58,7 +58,7 @@ class WorkerPool:
             raise
 
     def submit(self, predicted: str, reference: str) -> Future:
-        """Future of is_equivalent(predicted, reference) computed in a worker."""
+        """Future of equivalence_verdict(predicted, reference) computed in a worker."""
         return self._executor.submit(check_in_worker, predicted, reference)
 
     def kill(self) -> None:

@@ -107,7 +107,7 @@ def verifier():
     ("response", "expected"),
     [
         ("So the result is \\boxed{\\frac{1}{\\sqrt{2}}}.", "\\frac{1}{\\sqrt{2}}"),
-        ("First \\boxed{1}, then \\boxed{2}, finally \\boxed{3}.", "3"),
+        ("First \\boxed{3}, and checking again: \\boxed{ 3 }.", "3"),
         ("\\fbox{42}", "42"),
         ("The set is \\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
         ("$\\boxed{ (3, \\frac{\\pi}{2}) }$", "(3, \\frac{\\pi}{2})"),
@@ -124,9 +124,58 @@ def test_it_extracts_the_last_boxed_answer_else_the_last_answer_line(response, e
     assert extract_answer(response) == expected
 
 
-@pytest.mark.parametrize("response", ["I answered quickly without a conclusion.", "", "\\boxed{}", "\\boxed{5"])
+@pytest.mark.parametrize("response", ["I answered quickly.\nNo conclusion here.", "", "\\boxed{}", "\\boxed{5"])
 def test_it_extracts_nothing_when_no_answer_is_given(response):
     assert extract_answer(response) is None
+
+
+@pytest.mark.parametrize(("response", "expected"), [
+    ("The answer is 9", "9"),
+    ("Work...\n**Answer:** $9$", "9"),
+    ("Final answer: 9", "9"),
+    ("We add the two.\n$\\frac{1}{2}$", "\\frac{1}{2}"),
+    ("Solving,\nx = 5.", "x = 5"),
+    ("1,000", "1,000"),  # a bare answer
+    ("\\text{Monday}", "\\text{Monday}"),
+])
+def test_the_flexible_policy_reads_answer_lines_and_final_expressions(response, expected):
+    assert extract_answer(response) == expected
+    assert extract_answer(response, "boxed") is None  # the strict policy reads boxes only
+
+
+@pytest.mark.parametrize("response", [
+    "First \\boxed{1}, then \\boxed{2}, finally \\boxed{3}.",  # several different boxed answers
+    "It is \\boxed{1} or \\boxed{2}.",
+    "Thinking...\nSo it is probably 9 or so.",  # a last line of prose
+    "x" * 300_000 + "\\boxed{7}",  # beyond the response limit
+])
+def test_hedged_or_oversized_responses_extract_nothing(response):
+    assert extract_answer(response) is None
+    assert extract_answer(response, "boxed") is None
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("The answers could be 1, 2, 3 or 4.\nAnswer: 1, 2, 3, 4", "3"),  # a list of candidates
+    ("\\boxed{1 \\text{ or } 2}", "2"),
+    ("\\boxed{A, B, C, D}", "\\text{(C)}"),
+])
+def test_a_list_of_candidates_is_not_the_answer(response, reference):
+    with MathVerifier(workers=1) as fresh:
+        assert fresh.check(response, reference).correct is False
+
+
+def test_an_enormous_expression_times_out_as_wrong():
+    enormous = "+".join(f"{index}^{{{index}^{{{index}}}}}" for index in range(2, 400))
+    with MathVerifier(workers=1, timeout_seconds=1.0) as short:
+        started = time.monotonic()
+        result = short.check(f"\\boxed{{{enormous}}}", "5")
+        assert result.correct is False and time.monotonic() - started < 30
+        assert not result.decided
+
+
+def test_an_unknown_policy_is_refused_by_name():
+    with pytest.raises(ValueError, match="extraction policy must be one of flexible, boxed, got 'any'"):
+        extract_answer("Answer: 1", "any")
 
 
 # Equivalence
