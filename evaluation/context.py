@@ -41,7 +41,7 @@ class EvalContext:
 
     @cached_property
     def generator(self):
-        from evaluation.generation import ModelGenerator
+        from training.generation import ModelGenerator
 
         self.log(f"loading {self.model_path} with the {self.rollout_engine} rollout engine")
         return ModelGenerator(self.model_path, self.rollout_engine, seed=self.seed)
@@ -68,7 +68,7 @@ class EvalContext:
             return self.generator
         if self._judge_generator is None or self._judge_generator[0] != path:
             self._close_judge_generator()
-            from evaluation.generation import ModelGenerator
+            from training.generation import ModelGenerator
 
             self.log(f"loading the judge model {judge_model} with the {self.rollout_engine} rollout engine")
             self._judge_generator = (path, ModelGenerator(path, self.rollout_engine, seed=self.seed))
@@ -77,7 +77,7 @@ class EvalContext:
     def cot_judge(self, judge_model: str, max_tokens: int):
         """The chain-of-thought judge over the judge model, greedy, in batches of batch_problems prompts; the
         model loads on the judge's first prompts (rule_then_judge may never need it)."""
-        from evaluation.generation import text_generate
+        from training.generation import text_generate
         from grading.cot_judge import CotJudge
 
         def generate(prompts: list[str]) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 from evaluation.benchmarks import ANSWER_JUDGES, BUILTIN_BENCHMARKS, BenchmarkSpec
 from evaluation.context import EvalContext
 from evaluation.datasets import BenchmarkProblem, require_images
-from evaluation.generation import GeneratedResponse
+from training.generation import GeneratedResponse
 from grading.cot_judge import RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
 from grading.judgement import Judgement
 from evaluation.judges.code import judge_benchmark_programs

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.knobs import knob
+from grading.cot_judge.modes import GRADER_MODE_NAMES, RULE
 from grading.verifier.extraction import EXTRACTION_POLICIES, FLEXIBLE
 
 # The names registered in training.sampling.samplers (kept here, in this order, so that this module does not
@@ -83,6 +84,13 @@ class RLConfig:
                                   "\\boxed{}, else an answer line such as 'The answer is 9', else a final line "
                                   "that is only an expression) or 'boxed' (the last \\boxed{} only).",
                                   group="optimization", choices=EXTRACTION_POLICIES)
+    grader_mode: str = knob(RULE, "Who grades math answers for the reward: 'rule' (the verifier), 'judge' (the "
+                            "chain-of-thought judge model of report 2.3.5), or 'rule_then_judge' (the judge only "
+                            "where the verifier cannot decide).", group="optimization", choices=GRADER_MODE_NAMES)
+    judge_model: str | None = knob(None, "The judge model when grader_mode asks for one: a preset, a local Hugging "
+                                   "Face directory or a hub id.", group="optimization")
+    judge_max_tokens: int = knob(512, "Tokens the judge may write before its verdict.", group="optimization",
+                                 minimum=1)
     length_penalty_weight: float = knob(0.0, "Weight of the length reward added to the correctness reward "
                                         "(0 turns it off).", group="length_penalty", minimum=0.0)
     length_penalty_warmup_iterations: int = knob(0, "Iterations trained without the length reward before its "
@@ -166,6 +174,10 @@ class RLConfig:
         if self.max_model_len is not None and self.max_response_tokens >= self.max_model_len:
             errors["max_response_tokens"] = (f"must be below max_model_len ({self.max_model_len}): the prompt needs "
                                              "room in the context window too")
+        if self.grader_mode != RULE and not self.judge_model:
+            errors["judge_model"] = f"is required with grader_mode {self.grader_mode}"
+        if self.grader_mode == RULE and self.judge_model:
+            errors["judge_model"] = "is used only when grader_mode asks the judge (judge or rule_then_judge)"
         if self.length_penalty_warmup_iterations > self.iterations:
             errors["length_penalty_warmup_iterations"] = "must not exceed iterations"
         for name in ("tensor_parallel_size", "pipeline_parallel_size"):

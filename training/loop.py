@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from grading.cot_judge.modes import RULE
 from training import distributed
 from training.batch import build_policy_batch
 from training.collect import RolloutLimits, StreamKey, new_groups
@@ -77,7 +78,16 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
         update["train_seconds"] = time.perf_counter() - training_started
         session.engine.update_weights(session.model)
     update |= take_phase_seconds(session.engine)  # hybrid engines: seconds of each switch phase
+    update |= judge_counts(session)
     return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
+
+
+def judge_counts(session: RunSession) -> dict[str, float]:
+    """Samples the CoT judge graded this iteration and its errors, summed over ranks ({} without a judge)."""
+    if session.config.grader_mode == RULE:
+        return {}
+    counts = distributed.all_gather_objects(session.rewards.take_judge_counts())
+    return {name: sum(rank_counts[name] for rank_counts in counts) for name in counts[0]}
 
 
 def _share(total: int, context) -> int:

@@ -19,6 +19,8 @@ from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, resolve_model_path
 from training.prompting import prompt_ids
 from training.resume_config import check_resume
+from grading.cot_judge import CotJudge
+from grading.cot_judge.modes import RULE
 from training.rewards import CorrectnessRewards
 from training.rollout import rollout_engines
 from training.sampling import ProblemSampler, make_sampler
@@ -108,13 +110,27 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         config=config, records=records, prompts=prompts,
         tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,
         paths=paths, next_iteration=resume.iteration + 1 if resume else 1, context=context,
-        rewards=CorrectnessRewards(config.answer_extraction),
+        rewards=run_rewards(config, paths),
     )
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
     session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path, config,
                                                                 trainer=trainer)
     return session
+
+
+def run_rewards(config: RLConfig, paths: RunPaths) -> CorrectnessRewards:
+    """The run's grader; with a judge mode, the judge model loads here on the rollout engine ("vllm" when the run
+    samples with in-process vLLM, else "torch") and is released with the rewards."""
+    if config.grader_mode == RULE:
+        return CorrectnessRewards(config.answer_extraction)
+    from training.generation import ModelGenerator, text_generate
+
+    engine = "vllm" if config.rollout_engine == "vllm" else "torch"
+    generator = ModelGenerator(resolve_model_path(config.judge_model, paths.models_dir), engine, seed=config.seed)
+    judge = CotJudge(text_generate(generator, config.judge_max_tokens, config.seed))
+    return CorrectnessRewards(config.answer_extraction, grader_mode=config.grader_mode, judge=judge,
+                              on_close=generator.close)
 
 
 def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:

@@ -6,13 +6,13 @@ exactly that is a counted judge error, never a pass. Grader modes combine the ju
 rule, judge, rule_then_judge. No torch here: CotJudge takes a batched generate(prompts) -> texts callable.
 """
 
-from grading.cot_judge.judge import CotJudge, JudgeItem, JudgeVerdict
+from grading.cot_judge.judge import CotJudge, JudgeItem
 from grading.cot_judge.modes import (
     GRADER_MODE_NAMES, JUDGE, RULE, RULE_THEN_JUDGE, Grade, RuleVerdict, grade, grader_mode_uses_judge,
     verifier_decided, verifier_verdicts,
 )
 from grading.cot_judge.prompt import judge_prompt
-from grading.cot_judge.verdict import CORRECT, INCORRECT, VERDICTS, ParsedVerdict, parse_verdict
+from grading.cot_judge.verdict import CORRECT, INCORRECT, VERDICTS, JudgeVerdict, parse_verdict
 
 __all__ = [
     "CORRECT",
@@ -23,7 +23,6 @@ __all__ = [
     "JUDGE",
     "JudgeItem",
     "JudgeVerdict",
-    "ParsedVerdict",
     "RULE",
     "RULE_THEN_JUDGE",
     "RuleVerdict",

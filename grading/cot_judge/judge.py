@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from grading.cot_judge.prompt import judge_prompt
-from grading.cot_judge.verdict import CORRECT, parse_verdict
+from grading.cot_judge.verdict import JudgeVerdict, parse_verdict
 
 Generate = Callable[[list[str]], list[str]]  # prompt texts -> one output text each, in order
 
@@ -18,25 +18,6 @@ class JudgeItem:
     question: str
     reference: str
     response: str
-
-
-@dataclass(frozen=True)
-class JudgeVerdict:
-    """The judge's verdict on one sample ("correct", "incorrect", or None on a judge error), its reasoning text
-    (the whole output when it could not be parsed) and the error's reason ("" when the verdict parsed)."""
-
-    verdict: str | None
-    reasoning: str
-    error: str = ""
-
-    @property
-    def correct(self) -> bool:
-        """Only a parsed "correct" verdict passes; a judge error never does."""
-        return self.verdict == CORRECT
-
-    @property
-    def is_error(self) -> bool:
-        return self.verdict is None
 
 
 class CotJudge:
@@ -69,4 +50,4 @@ class CotJudge:
         parsed = parse_verdict(output)
         self.judged += 1
         self.errors += parsed.verdict is None
-        return JudgeVerdict(parsed.verdict, parsed.reasoning, parsed.error)
+        return parsed

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from grading.cot_judge.judge import CotJudge, JudgeItem, JudgeVerdict
+from grading.cot_judge.judge import CotJudge, JudgeItem
+from grading.cot_judge.verdict import JudgeVerdict
 from grading.verifier import FLEXIBLE, MathVerifier, VerifierResult
 
 RULE = "rule"

@@ -17,8 +17,9 @@ ALLOWED_AFTER_VERDICT = "```"  # a closing code fence around the JSON verdict; w
 
 
 @dataclass(frozen=True)
-class ParsedVerdict:
-    """verdict is "correct" or "incorrect", or None with the reason in error; reasoning is the text before it."""
+class JudgeVerdict:
+    """The judge's verdict on one sample: "correct" or "incorrect", or None on a judge error with the reason in
+    error; reasoning is the text before the verdict (the whole output when it could not be parsed)."""
 
     verdict: str | None
     reasoning: str
@@ -26,7 +27,12 @@ class ParsedVerdict:
 
     @property
     def correct(self) -> bool:
+        """Only a parsed "correct" verdict passes; a judge error never does."""
         return self.verdict == CORRECT
+
+    @property
+    def is_error(self) -> bool:
+        return self.verdict is None
 
 
 class _RepeatedKey(ValueError):
@@ -72,21 +78,21 @@ def schema_error(value: object) -> str:
     return ""
 
 
-def parse_verdict(output: str) -> ParsedVerdict:
+def parse_verdict(output: str) -> JudgeVerdict:
     """The verdict at the end of a judge's output, or an error saying why there is none (never a pass)."""
     try:
         objects = json_objects(output)
     except _RepeatedKey as error:
-        return ParsedVerdict(None, output, f"malformed verdict: {error}")
+        return JudgeVerdict(None, output, f"malformed verdict: {error}")
     if not objects:
-        return ParsedVerdict(None, output, "no JSON verdict in the judge's output")
+        return JudgeVerdict(None, output, "no JSON verdict in the judge's output")
     start, end, value = objects[-1]
     trailing = output[end:].strip()
     if trailing and trailing != ALLOWED_AFTER_VERDICT:
-        return ParsedVerdict(None, output, f"text after the last JSON object: {trailing[:80]!r}")
+        return JudgeVerdict(None, output, f"text after the last JSON object: {trailing[:80]!r}")
     if error := schema_error(value):
-        return ParsedVerdict(None, output, error)
+        return JudgeVerdict(None, output, error)
     verdicts = [value for _, _, value in objects if not schema_error(value)]
     if len(verdicts) > 1:
-        return ParsedVerdict(None, output, f"{len(verdicts)} verdicts in one output; exactly one is allowed")
-    return ParsedVerdict(value[VERDICT_KEY], output[:start].rstrip().removesuffix("```json").rstrip())
+        return JudgeVerdict(None, output, f"{len(verdicts)} verdicts in one output; exactly one is allowed")
+    return JudgeVerdict(value[VERDICT_KEY], output[:start].rstrip().removesuffix("```json").rstrip())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from grading.verifier.extraction import strip_math_delimiters
+from grading.verifier.extraction import math_spans, strip_math_delimiters
 from grading.verifier.latex_values import Expression, Unparsed, parse_scalar
 
 SET_OPEN, SET_CLOSE = "\u2983", "\u2984"  # \\{ and \\}: set braces, told apart from grouping braces
@@ -16,13 +16,29 @@ _SPACING = re.compile(r"(?<!\\)\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z
                       r"|\\[bB]igg?[lr]?(?![a-zA-Z])")
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,|\\!| )\d{3})+(?![\d])(?!\.\d)")
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\!| ")
-_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\s*\bdegrees?\b")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees?\b")
+# Words after a number that change its value or hedge it: never dropped as a unit.
+_NOT_UNITS = re.compile(r"\b(?:squared|cubed|square|cube|million|billion|trillion|thousand|hundred|factorial|"
+                        r"percent|or|and|not|no|is|are|wrong|plus|minus|times|over|divided|root|th|st|nd|rd)\b",
+                        re.IGNORECASE)
 _WRAPPERS = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname|boldsymbol)\s*\{([^{}]*)\}")
 _UNIT_WORDS = re.compile(r"(?<=[\d}.)\s])\s*(?:square\s+|cubic\s+)?(?:[a-zA-Z]{2,}\.?)(?:\s*\^\s*\{?[23]\}?)?"
                          r"(?:\s+(?:per|/)\s+[a-zA-Z]+)?\s*$")
 _CONNECTIVES = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b)\s*")
 _INEQUALITY = re.compile(r"\\leq?|\\le(?![a-zA-Z])|<=|\u2264")
 _SIMPLE_LHS = re.compile(r"^\s*(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\s*\(\s*[a-zA-Z]\s*\))\s*$")
+
+
+_HEDGE = re.compile(r"\\lor|\\vee|\\mid|\\text\s*\{[^{}]*\b(?:or|either|maybe|not)\b|\b(?:or|either|maybe|not|"
+                    r"actually|perhaps)\b", re.IGNORECASE)
+
+
+def is_hedged(answer: str) -> bool:
+    """Whether an answer offers several candidates or takes itself back: two maths spans ("$5$ $7$"), a
+    logical or, a line break outside a matrix, or words such as or, maybe, not."""
+    spans = math_spans(answer)
+    outside_matrices = re.sub(r"\\begin\{(\w+)\}.*?\\end\{\1\}", "", answer, flags=re.DOTALL)
+    return spans > 1 or bool(_HEDGE.search(answer)) or "\\\\" in outside_matrices
 
 
 def clean(answer: str) -> str:
@@ -40,10 +56,15 @@ def clean(answer: str) -> str:
 
 def strip_units(text: str) -> str:
     """'5 \\text{ cm}' -> '5', '$18.90 dollars' -> '18.90' (a number must remain)."""
-    if re.search(r"\d", text):
-        text = re.sub(r"\\(?:text|mbox|mathrm)\s*\{\s*[a-zA-Z][a-zA-Z ]*\}(?:\s*\^\s*\{?[23]\}?)?\s*$", "",
-                      text).strip()
-    stripped = _UNIT_WORDS.sub("", text).strip() if re.search(r"\d", text) else text
+    wrapped_unit = re.search(r"\\(?:text|mbox|mathrm)\s*\{\s*([a-zA-Z][a-zA-Z ]*)\}(?:\s*\^\s*\{?[23]\}?)?\s*$", text)
+    if wrapped_unit and re.search(r"\d", text[:wrapped_unit.start()]):
+        if _NOT_UNITS.search(re.sub(r"square units?|cubic units?", "", wrapped_unit.group(1))):
+            raise Unparsed(f"{wrapped_unit.group(1).strip()!r} is not a unit")
+        text = text[:wrapped_unit.start()].strip()
+    unit = _UNIT_WORDS.search(text) if re.search(r"\d", text) else None
+    if unit is not None and _NOT_UNITS.search(re.sub(r"square units?|cubic units?", "", unit.group()).strip()):
+        raise Unparsed(f"{unit.group().strip()!r} is not a unit")
+    stripped = text[:unit.start()].strip() if unit is not None else text
     stripped = stripped.replace("$", "").strip()
     return stripped or text
 

@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 from grading.verifier.extraction import strip_math_delimiters
+from grading.verifier.answer_forms import is_hedged
 from grading.verifier.fast_compare import structured_verdict
 
 # Spacing that never changes meaning: \! \, \; \: "\ " \quad \qquad ~ and \left / \right before a delimiter.
@@ -79,6 +80,8 @@ def equivalence_verdict(predicted: str | None, reference: str) -> tuple[bool, bo
     verdict = fast_verdict(predicted, reference)
     if verdict is not None:
         return verdict, True
+    if is_hedged(predicted) and not is_hedged(reference):  # math-verify would grade one of the candidates
+        return False, True
     gold, target = parse_answer(reference), parse_answer(predicted)
     if not gold or not target:
         return False, False

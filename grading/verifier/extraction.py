@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_TEXT_OPENING = re.compile(r"\\(?:text|textbf|textit|mbox|texttt)\s*\{")
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
 # "Answer: 5", "**Final Answer:** 5", "The final answer is $5$.", "answer = 5"
 _ANSWER_LINE = re.compile(r"\banswer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[*_\s]*(?P<answer>.+)", re.IGNORECASE)
 _MATH_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
@@ -21,35 +23,40 @@ _MAX_EXPRESSION_LINE = 200
 MAX_RESPONSE_CHARACTERS = 200_000
 
 
-def _balanced_content(text: str, opening_brace: int) -> str | None:
-    """Text between the brace at opening_brace and its matching brace, or None when it never closes.
+def boxed_answers(text: str, inside_text_too: bool = False) -> list[str]:
+    """Contents of every complete \\boxed{...} or \\fbox{...}, braces balanced, in order of opening.
 
-    Escaped braces (\\{ and \\}) do not count: a backslash and the character after it are one unit.
+    One pass with a stack of open braces. Escaped braces (\\{ and \\}) do not count. Boxes inside code
+    (fenced blocks or `inline`) are never answers; boxes inside \\text{...} only with inside_text_too
+    (printed text is not a claim, but a box hidden there still makes a disagreement).
     """
-    depth, position = 0, opening_brace
+    text = _CODE.sub(" ", text)
+    box_braces = {match.end() - 1 for match in _BOX_OPENING.finditer(text)}
+    text_braces = {match.end() - 1 for match in _TEXT_OPENING.finditer(text)}
+    stack: list[int] = []  # positions of the open braces
+    inside_text = 0  # open \text braces on the stack
+    found: list[tuple[int, str]] = []
+    position = 0
     while position < len(text):
         character = text[position]
         if character == "\\":
             position += 2
             continue
         if character == "{":
-            depth += 1
-        elif character == "}":
-            depth -= 1
-            if depth == 0:
-                return text[opening_brace + 1:position]
+            stack.append(position)
+            inside_text += position in text_braces
+        elif character == "}" and stack:
+            opening = stack.pop()
+            inside_text -= opening in text_braces
+            if opening in box_braces and (inside_text_too or not inside_text):
+                found.append((opening, text[opening + 1:position].strip()))
         position += 1
-    return None
+    return [content for _, content in sorted(found)]
 
 
-def boxed_answers(text: str) -> list[str]:
-    """Contents of every complete \\boxed{...} or \\fbox{...}, braces balanced, in order."""
-    answers = []
-    for opening in _BOX_OPENING.finditer(text):
-        content = _balanced_content(text, opening.end() - 1)
-        if content is not None:
-            answers.append(content.strip())
-    return answers
+def math_spans(text: str) -> int:
+    """How many $...$, \\(...\\) or \\[...\\] spans the text opens."""
+    return text.replace("$$", "$").count("$") // 2 + text.count("\\(") + text.count("\\[")
 
 
 def last_boxed(text: str) -> str | None:
@@ -60,7 +67,7 @@ def last_boxed(text: str) -> str | None:
 
 def _single_boxed(text: str) -> str | None:
     """The boxed answer when every box holds the same answer; None when boxes disagree (a hedge) or none."""
-    answers = {_spacing_free(answer) for answer in boxed_answers(text)}
+    answers = {_spacing_free(answer) for answer in boxed_answers(text, inside_text_too=True)}
     if len(answers) != 1:
         return None
     return last_boxed(text)
@@ -102,6 +109,8 @@ def _expression_line(response: str) -> str | None:
     lines = [line.strip() for line in response.splitlines() if line.strip()]
     if not lines or len(lines[-1]) > _MAX_EXPRESSION_LINE:
         return None
+    if math_spans(lines[-1]) > 1:
+        return None
     answer = _clean_answer_line(lines[-1])
     if not answer or not re.search(r"[\w\\]", answer):
         return None
@@ -114,6 +123,8 @@ def _answer_line(response: str) -> str | None:
     for line in reversed(response.splitlines()):
         match = _ANSWER_LINE.search(line)
         if match:
+            if math_spans(match.group("answer")) > 1:  # "Answer: $5$ $7$": two candidates
+                return None
             answer = _clean_answer_line(match.group("answer"))
             if answer:
                 return answer
@@ -126,7 +137,8 @@ def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
     if len(response) > MAX_RESPONSE_CHARACTERS:
         return None
     if boxed_answers(response):
-        return _single_boxed(response) or None
+        answer = _single_boxed(response)
+        return answer if answer and math_spans(answer) <= 1 else None
     if policy == BOXED:
         return None
     return _answer_line(response) or _expression_line(response)

@@ -4,10 +4,13 @@ structured_verdict returns True or False when the answers fall in the forms of a
 fractions, radicals, pi, complex numbers, expressions in one-letter variables, lists, sets, tuples,
 intervals and unions, matrices, equations, words), and None otherwise, for math-verify to decide.
 
-Values: rationals compare exactly; anything else is evaluated to 50 digits (expressions with variables at
-three fixed points, the same for both sides) and equal when it agrees to 40 digits. A decimal written with
-six or more places also matches an exact value that it rounds or truncates to ("0.3333333" for 1/3);
-shorter decimals must be exact ("0.333" is not 1/3). A percent sign may be read as a unit or as 1/100.
+Values: rationals compare exactly; anything else is evaluated to 50 digits and equal when it agrees to 40
+digits. Expressions with variables are evaluated at four points, the same for both sides, where every
+variable takes its own value built from square roots of primes (one above 5, one below -5, two between
+-4 and 4: no short decimal and no linear relation between variables holds there). A decimal with six or more significant digits also
+matches an exact value without a terminating expansion that it rounds or truncates to ("0.3333333" for
+1/3); other decimals must be exact ("0.333" is not 1/3, "0.5000001" is not 1/2). A percent sign may be
+read as a unit or as 1/100, the same reading on both sides when both carry one.
 """
 
 from __future__ import annotations
@@ -27,13 +30,17 @@ from grading.verifier.latex_values import PRECISION_DIGITS, Expression
 _MAX_FAST_LENGTH = 400  # longer answers go to math-verify, in a worker with a time limit
 _MAX_ITEMS_TO_PAIR = 5  # unordered lists longer than this are paired greedily
 _TOLERANCE = mpmath.mpf(10) ** -40
-_POINTS = ("0.6180339887", "1.4142135623", "2.7182818284")  # variable values, shifted per variable
+_POINT_COUNT = 4
+_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
+_MAX_LONG_DECIMAL_MAGNITUDE = 10 ** 60
 _LONG_DECIMAL = re.compile(r"-?\d*\.(\d{6,})")
 _INTERVAL = re.compile(r"^[\[(].*[\])]$", re.DOTALL)
 
 
 def structured_verdict(predicted: str, reference: str) -> bool | None:
     """True or False when the fast path decides; None leaves the pair to math-verify."""
+    if len(predicted) > 4 * _MAX_FAST_LENGTH or len(reference) > 4 * _MAX_FAST_LENGTH:
+        return None
     left, right = clean(predicted), clean(reference)
     if not left or not right:
         return False
@@ -154,6 +161,8 @@ def _same_scalar(left: str, right: str) -> bool:
     if equation_sides(left) is not None or equation_sides(right) is not None:
         raise Unparsed("an equation against a value")
     (left_value, left_percent), (right_value, right_percent) = scalar(left), scalar(right)
+    if left_percent and right_percent:  # 0.5% is not 50%: the sign means the same on both sides
+        return _same_value(left_value, left, right_value, right)
     return any(_same_value(a, left, b, right) for a in _readings(left_value, left_percent)
                for b in _readings(right_value, right_percent))
 
@@ -167,6 +176,17 @@ def _readings(expression: Expression, percent: bool) -> list[Expression]:
     return [expression, hundredth]
 
 
+def _environment(variables: list[str], point: int) -> dict[str, mpmath.mpf]:
+    """Each variable's value at a point, from f = frac(sqrt(prime)) with a prime per (point, variable):
+    5 + 3f at point 0, -(5 + 3f) at point 1 (beyond the small numbers answers are built from), 8f - 4 after."""
+    values = {}
+    for index, name in enumerate(variables):
+        root = mpmath.sqrt(_PRIMES[(point * 7 + index * 3) % len(_PRIMES)] + 100 * (index + point * 7))
+        fraction = root - mpmath.floor(root)
+        values[name] = (5 + 3 * fraction, -5 - 3 * fraction)[point] if point < 2 else 8 * fraction - 4
+    return values
+
+
 def _same_value(left: Expression, left_text: str, right: Expression, right_text: str) -> bool:
     exact_left, exact_right = left.exact(), right.exact()
     if exact_left is not None and exact_right is not None and exact_left == exact_right:
@@ -176,8 +196,8 @@ def _same_value(left: Expression, left_text: str, right: Expression, right_text:
     if exact_left is not None and exact_right is not None:
         return False
     variables = sorted(left.variables | right.variables)
-    for point in range(len(_POINTS) if variables else 1):
-        environment = {name: mpmath.mpf(_POINTS[point]) + index / 7 for index, name in enumerate(variables)}
+    for point in range(_POINT_COUNT if variables else 1):
+        environment = _environment(variables, point)
         a, b = left.value(environment), right.value(environment)
         if not _close(a, b):
             return False
@@ -193,19 +213,31 @@ def _close(a, b) -> bool:
 
 
 def _long_decimal_matches(text: str, reference: Expression) -> bool:
-    """A decimal of six or more places equals an exact value that, rounded or truncated to as many places,
-    is that decimal ("0.3333333" for 1/3, but not "0.5000001" for 1/2)."""
+    """A decimal of six or more significant digits equals an exact value without a terminating expansion
+    that, rounded or truncated to as many places, is that decimal ("0.3333333" for 1/3, never for 1/2)."""
     match = _LONG_DECIMAL.fullmatch(text.strip())
-    if match is None or reference.variables:
+    if match is None or reference.variables or len(re.sub(r"\D", "", text).lstrip("0")) < 6:
+        return False
+    exact = reference.exact()
+    if exact is not None and _terminates(exact):
         return False
     value = reference.value({})
-    if mpmath.im(value) != 0 or mpmath.isinf(value):
+    if mpmath.im(value) != 0 or not mpmath.isfinite(value) or abs(value) > _MAX_LONG_DECIMAL_MAGNITUDE:
         return False
     places = len(match.group(1))
     written = Fraction(text.strip()) * 10 ** places
     scaled = mpmath.re(value) * 10 ** places
     truncated = mpmath.floor(scaled) if scaled >= 0 else mpmath.ceil(scaled)
     return written in (int(mpmath.nint(scaled)), int(truncated))
+
+
+def _terminates(value: Fraction) -> bool:
+    """Whether the decimal expansion of value ends (its denominator has no prime factor but 2 and 5)."""
+    denominator = value.denominator
+    for factor in (2, 5):
+        while denominator % factor == 0:
+            denominator //= factor
+    return denominator == 1
 
 
 def _same_equation(left: tuple[str, str], right: tuple[str, str]) -> bool:
@@ -216,8 +248,8 @@ def _same_equation(left: tuple[str, str], right: tuple[str, str]) -> bool:
         differences.append((lhs, rhs))
     variables = sorted(set().union(*(side.variables for pair in differences for side in pair)))
     ratios = []
-    for point in range(len(_POINTS)):
-        environment = {name: mpmath.mpf(_POINTS[point]) + index / 7 for index, name in enumerate(variables)}
+    for point in range(_POINT_COUNT):
+        environment = _environment(variables, point)
         first = differences[0][0].value(environment) - differences[0][1].value(environment)
         second = differences[1][0].value(environment) - differences[1][1].value(environment)
         if _close(first, 0) or _close(second, 0):

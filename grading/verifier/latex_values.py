@@ -21,6 +21,7 @@ _MAX_POWER_BITS = 100_000  # numeric powers beyond 2^this are left to math-verif
 _MAX_EXACT_DIGITS = 2000  # exact powers beyond this many digits are evaluated numerically only
 _TOKEN = re.compile(r"\s*(?:(?P<based>\d[0-9A-Z]*_(?:\{\d+\}|\d+))|(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
                     r"|(?P<command>\\[a-zA-Z]+)|(?P<letter>[a-zA-Z])|(?P<symbol>[-+*/^(){}\[\]]))")
+_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")  # three letters in a row, not a command
 _CONSTANT_COMMANDS = {"\\pi": "pi", "\\infty": "inf"}
 _PRODUCT_COMMANDS = {"\\cdot", "\\times"}
 
@@ -46,6 +47,9 @@ def _constant(number: Fraction) -> Expression:
 
 
 def _number(text: str) -> Expression:
+    exponent = re.search(r"[eE]([+-]?\d+)$", text)
+    if exponent and abs(int(exponent.group(1))) > _MAX_EXACT_DIGITS:
+        raise Unparsed("an exponent too large for the fast path")
     return _constant(Fraction(text))
 
 
@@ -101,7 +105,9 @@ def _power_exact(base: Fraction, exponent: Fraction) -> Fraction | None:
 
 def _bounded_power(base, exponent):
     """base ** exponent, refusing results too large to evaluate quickly (9^{9^{9^9}} goes to math-verify)."""
-    magnitude = abs(exponent) * mpmath.log(abs(base) + 2, 2)
+    if base == 0:
+        return mpmath.power(base, exponent)
+    magnitude = abs(exponent) * (abs(mpmath.log(abs(base), 2)) + 1)
     if not mpmath.isfinite(magnitude) or magnitude > _MAX_POWER_BITS:
         raise Unparsed("a power too large for the fast path")
     return mpmath.power(base, exponent)
@@ -172,6 +178,8 @@ class _Parser:
             elif token[1] == "/":
                 self.take()
                 expression = _divide(expression, self.unary())
+            elif token[0] in ("number", "based"):  # "3 4" or "2^10" read as 2^1 0: not a product
+                raise Unparsed(f"a number right after {self.tokens[self.position - 1][1]!r}")
             elif _starts_atom(token):  # an implicit product: 2x, 3\pi, (x+1)(x-1)
                 expression = _multiply(expression, self.power())
             else:
@@ -273,6 +281,8 @@ def _starts_atom(token: tuple[str, str]) -> bool:
 def _tokens(text: str) -> list[tuple[str, str]]:
     tokens, position = [], 0
     text = text.rstrip()
+    if _WORD.search(text):
+        raise Unparsed("a word (cos, exp, not...) is not a product of variables")
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None or match.end() == position:

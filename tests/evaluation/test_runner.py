@@ -8,7 +8,7 @@ import pytest
 
 from evaluation.context import EvalContext, EvaluationStopped
 from evaluation.datasets import ImagesMissing
-from evaluation.generation import GeneratedResponse
+from training.generation import GeneratedResponse
 from evaluation.runner import run_builtin_benchmark
 from evaluation.suite_config import BenchmarkSettings
 

@@ -138,7 +138,7 @@ def test_evaluation_page_shows_how_each_benchmark_was_graded_and_its_audit(clien
     assert "<code>extraction</code> flexible" in content and "<code>grader</code> rule_then_judge" in content
     assert "<code>judge errors</code> 3 of 40" in content and "Qwen/Qwen2.5-7B-Instruct" in content
     assert "<code>judge_model</code>" not in content  # grading settings are not listed again as metrics
-    assert "5.0%" in content and "(25 of 500)" in content and "audit_disagrees=true" in content
+    assert "5.0%" in content and "(25 of 500)" in content and "benchmark=math500&amp;audit=disagree" in content
     assert "Grader audits" in content and "rule, boxed extraction" in content and "25 of 500" in content
 
 
@@ -149,3 +149,15 @@ def test_samples_page_shows_the_judge_verdict_and_the_audit(client_for, bob, eva
     content = client_for(bob).get(page("evaluation-samples", evaluation)).content.decode()
     assert "judge: correct" in content and "it is the same fraction" in content
     assert "disagrees" in content and "<code>1/2</code>" in content
+
+
+def test_samples_page_lists_only_the_disagreeing_samples_when_asked(client_for, bob, evaluation):
+    for index, (correct, audit_correct) in enumerate([(True, False), (True, True), (False, None), (False, True)]):
+        SampleResult.objects.create(eval_run=evaluation, benchmark="math500", problem_id=f"p{index}",
+                                    response=f"response {index}", response_tokens=3, correct=correct,
+                                    audit_correct=audit_correct)
+    url = page("evaluation-samples", evaluation)
+    everything = client_for(bob).get(url).content.decode()
+    disagreeing = client_for(bob).get(url + "?audit=disagree").content.decode()
+    assert all(f"response {index}" in everything for index in range(4))
+    assert [f"response {index}" in disagreeing for index in range(4)] == [True, False, False, True]

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from evaluation.suite_config import BENCHMARKS
 from webapp.evals.models import BenchmarkSuite, EvalRun
-from webapp.evals.services import launch_evaluation
+from webapp.evals.services import disagreeing, launch_evaluation
 from webapp.pages.evaluation_forms import BenchmarkFormSet, EvaluationLaunchForm, SuiteForm
 from webapp.pages.run_data import log_tail
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
@@ -74,7 +74,8 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def evaluation_samples(request: HttpRequest, pk: int) -> HttpResponse:
-    """One evaluation's sampled responses, paginated, filtered by ?benchmark= and ?correct=yes|no."""
+    """One evaluation's sampled responses, paginated, filtered by ?benchmark=, ?correct=yes|no and
+    ?audit=disagree (the samples whose latest grader audit gave another verdict)."""
     evaluation = visible_evaluation(request, pk)
     samples = evaluation.samples.order_by("benchmark", "problem_id", "sample_index")
     benchmark = request.GET.get("benchmark", "")
@@ -83,9 +84,12 @@ def evaluation_samples(request: HttpRequest, pk: int) -> HttpResponse:
     correct = request.GET.get("correct", "")
     if correct in SAMPLE_FILTERS:
         samples = samples.filter(correct=SAMPLE_FILTERS[correct])
+    audit = request.GET.get("audit", "")
+    if audit == "disagree":
+        samples = disagreeing(samples)
     benchmarks = evaluation.results.order_by("benchmark").values_list("benchmark", flat=True)
     context = {"evaluation": evaluation, "page": paginate(request, samples, per_page=SAMPLES_PER_PAGE),
-               "benchmarks": benchmarks, "benchmark": benchmark, "correct": correct}
+               "benchmarks": benchmarks, "benchmark": benchmark, "correct": correct, "audit": audit}
     return render(request, "pages/evaluations/samples.html", context)
 
 

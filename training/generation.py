@@ -1,4 +1,4 @@
-"""Batched generation for evaluations through the RL engine's rollout engines (torch or vLLM)."""
+"""Batched generation through the rollout engines (torch or vLLM): evaluations, and CoT judges of rewards."""
 
 from __future__ import annotations
 
