@@ -20,10 +20,22 @@ class GeneratedResponse:
     truncated: bool
 
 
+# vLLM reserves room for max_model_len tokens per sequence: long-window models are capped here.
+MAX_DEFAULT_WINDOW = 32768
+
+
+def default_window(model_path: str) -> int:
+    """The model's own context window (from its config.json), at most MAX_DEFAULT_WINDOW tokens."""
+    from training.context_window import folder_window
+
+    return min(folder_window(model_path) or MAX_DEFAULT_WINDOW, MAX_DEFAULT_WINDOW)
+
+
 class ModelGenerator:
     """A model, its tokenizer and a rollout engine over it, loaded once per evaluation."""
 
-    def __init__(self, model_path: str, rollout_engine: str = "torch", seed: int = 0, max_model_len: int = 4096):
+    def __init__(self, model_path: str, rollout_engine: str = "torch", seed: int = 0,
+                 max_model_len: int | None = None):
         import torch
 
         from training.models.loading import is_vision_language, load_model, load_tokenizer
@@ -34,7 +46,7 @@ class ModelGenerator:
         self.model = load_model(model_path, dtype="bfloat16" if on_gpu else "float32")
         self.model.to("cuda" if on_gpu else "cpu").eval()
         self.sees_images = is_vision_language(self.model.config)  # a vision-language model
-        engine_config = SimpleNamespace(seed=seed, max_model_len=max_model_len)
+        engine_config = SimpleNamespace(seed=seed, max_model_len=max_model_len or default_window(model_path))
         self.engine = rollout_engines.get(rollout_engine)(self.model, self.tokenizer, model_path, engine_config)
 
     def generate(self, prompts: Sequence[tuple[int, ...]], n: int, max_tokens: int, temperature: float,

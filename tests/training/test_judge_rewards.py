@@ -77,3 +77,17 @@ def test_a_run_graded_by_an_untrained_judge_counts_every_verdict_as_an_error(run
     (report,) = reports
     assert report.extra["judged_samples"] == 4.0 and report.extra["judge_errors"] == 4.0
     assert report.train_accuracy == 0.0
+
+
+@pytest.mark.slow
+def test_with_vllm_rollouts_the_judge_runs_on_its_own_vllm_engine(run_paths):
+    """A second in-process vLLM engine beside the rollout engine; the tiny judge's garbage is all errors."""
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(4, seed=3)]
+    reports = []
+    config = parse_config(RLConfig, {"iterations": 1, "batch_size": 2, "samples_per_problem": 2,
+                                     "max_response_tokens": 8, "rollout_engine": "vllm", "grader_mode": "judge",
+                                     "judge_model": "tiny", "judge_max_tokens": 16})
+    run(config, records, run_paths, TrainingHooks(on_iteration=reports.append))
+    (report,) = reports
+    assert (report.extra["judged_samples"], report.extra["judge_errors"]) == (4.0, 4.0)
+    assert report.train_accuracy == 0.0

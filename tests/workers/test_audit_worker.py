@@ -99,7 +99,9 @@ def test_an_audit_with_the_boxed_policy_counts_the_samples_it_grades_otherwise(
 
     page = client_for(alice).get(f"/evaluations/{eval_run.pk}/").content.decode()
     assert "Grader audits" in page and "rule, boxed extraction" in page and "2 of 5" in page
-    assert f"/api/samples/?eval_run={eval_run.pk}&amp;benchmark=synthetic-arithmetic&amp;audit_disagrees=true" in page
+    assert f"/evaluations/{eval_run.pk}/samples/?benchmark=synthetic-arithmetic&amp;audit=disagree" in page
+    disagreeing = client_for(alice).get(f"/evaluations/{eval_run.pk}/samples/?audit=disagree").content.decode()
+    assert disagreeing.count("disagrees</span>") == 2
 
 
 def test_the_tiny_model_as_judge_grades_through_the_worker_and_its_errors_never_pass(
