@@ -81,13 +81,15 @@ def main() -> None:
     same_samples = sum(by_problem[sample.problem_id].correct == sample.correct
                        and by_problem[sample.problem_id].response.strip() == sample.response.strip()
                        for sample in ours.outcome.samples)
-    print(f"{arguments.benchmark}, {arguments.limit} problems, greedy, {arguments.max_tokens} tokens, model {model_dir}")
+    print(f"{arguments.benchmark}, {arguments.limit} problems, greedy, {arguments.max_tokens} tokens, "
+          f"model {model_dir}")
     print(f"{'runner':<28}{'seconds':>9}{'samples/s':>11}{'pass@1':>9}")
     for name, timed in (("ours (torch engine)", ours), ("lm-eval in process", theirs)):
         print(f"{name:<28}{timed.seconds:>9.2f}{timed.samples_per_second:>11.1f}{timed.outcome.score.score:>9.3f}")
     if not arguments.skip_cli:
         cli_seconds, cli_score = stock_cli(model_dir, arguments, work)
-        print(f"{'lm_eval CLI (subprocess)':<28}{cli_seconds:>9.2f}{arguments.limit / cli_seconds:>11.1f}{cli_score:>9.3f}")
+        print(f"{'lm_eval CLI (subprocess)':<28}{cli_seconds:>9.2f}"
+              f"{arguments.limit / cli_seconds:>11.1f}{cli_score:>9.3f}")
         print(f"CLI score agrees with ours: {abs(cli_score - ours.outcome.score.score) < 1e-9}")
     print(f"lm-eval in process / ours, seconds: {theirs.seconds / ours.seconds:.2f}x")
     print(f"scores agree: {abs(theirs.outcome.score.score - ours.outcome.score.score) < 1e-9}; "

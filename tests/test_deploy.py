@@ -1,4 +1,5 @@
-"""deploy/ holds working files: every YAML parses, names real settings, modules and queues; GPU pods share GPUs and /dev/shm."""
+"""deploy/ holds working files: every YAML parses, names real settings, modules and queues;
+GPU pods share GPUs and /dev/shm."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def test_compose_services_get_the_settings_they_need():
 
 
 def test_commands_name_real_modules_and_the_routed_queues():
-    from workers.celery_app import app
+    from webapp.celery import app
 
     routed = {route["queue"] for route in app.conf.task_routes.values()}
     assert routed == {"gpu", "cpu"}
@@ -134,7 +135,8 @@ def test_commands_name_real_modules_and_the_routed_queues():
     assert web and all("webapp.wsgi:application" in command for command in web)
     assert importlib.util.find_spec("webapp.wsgi"), "the module the web commands serve"
 
-    scripts = {re.search(r"(deploy/\S+\.py)", command).group(1) for command in commands + checks if "deploy/" in command}
+    scripts = {re.search(r"(deploy/\S+\.py)", command).group(1)
+               for command in commands + checks if "deploy/" in command}
     assert {"deploy/healthcheck.py", "deploy/vllm_sidecar.py"} <= scripts
     for script in scripts:
         assert (ROOT / script).is_file(), script
@@ -195,7 +197,8 @@ def test_k8s_selectors_match_pod_labels_and_services_find_pods():
 
 
 def test_k8s_volume_mounts_and_claims_exist():
-    claims = {document["metadata"]["name"] for document in k8s_documents() if document["kind"] == "PersistentVolumeClaim"}
+    claims = {document["metadata"]["name"] for document in k8s_documents()
+              if document["kind"] == "PersistentVolumeClaim"}
     for document in k8s_documents():
         if document["kind"] not in ("Deployment", "StatefulSet"):
             continue
@@ -304,7 +307,8 @@ def test_vllm_sidecar_starts_a_server_per_connection_and_again_after_a_crash(tmp
     (tmp_path / "fake_server.py").write_text(FAKE_SERVER)
     socket_path = tmp_path / "run" / "sidecar.sock"
     sidecar = subprocess.Popen([sys.executable, str(DEPLOY / "vllm_sidecar.py"), "--socket", str(socket_path),
-                                "--server-module", "fake_server"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                                "--server-module", "fake_server"], cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(tmp_path)})
     try:
         deadline = time.monotonic() + 30
         while not socket_path.exists():

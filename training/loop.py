@@ -144,7 +144,8 @@ def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parke
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
                           tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=parked,
                           samples=samples, counts=counts,
-                          oldest_token_iteration=min((t.token_iterations[0] for t in trajectories if t.token_iterations),
+                          oldest_token_iteration=min((t.token_iterations[0] for t in trajectories
+                                                      if t.token_iterations),
                                                      default=None))
 
 

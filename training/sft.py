@@ -51,7 +51,8 @@ def warmup_sft(model, tokenizer, examples: Sequence[tuple[str, str]], steps: int
     blocks = packed_blocks(examples, tokenizer, block_length, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / 20) * 0.5 * (1 + torch.cos(torch.tensor(step / steps * 3.14159)).item()))
+        optimizer,
+        lambda step: min(1.0, (step + 1) / 20) * 0.5 * (1 + torch.cos(torch.tensor(step / steps * 3.14159)).item()))
     model.train()
     losses = []
     for step in range(steps):

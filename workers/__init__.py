@@ -1,5 +1,9 @@
-"""Celery app and tasks: the only bridge from database rows to the engines."""
+"""Celery tasks and the job functions they call: the only bridge from database rows to the engines.
 
-from workers.celery_app import app
+`celery -A workers worker` finds the web project's Celery app here; the tasks (workers.tasks) register
+themselves when the worker starts, and so does the handler that re-queues abandoned jobs.
+"""
+
+from webapp.celery import app
 
 __all__ = ["app"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from webapp.celery import enqueue_job
 from webapp.jobs import JobStatus
-from workers.dispatch import enqueue_job
 from workers.jobs import JOB_MODELS, job_model
 
 logger = logging.getLogger(__name__)
@@ -25,3 +25,4 @@ def requeue_abandoned_jobs() -> list[tuple[str, int]]:
     if requeued:
         logger.warning("re-queued abandoned jobs: %s", requeued)
     return requeued
+

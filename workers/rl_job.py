@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -12,12 +11,14 @@ from django.utils import timezone
 from training.config import RLConfig
 from training.engines import trainer_backends
 from common.knobs import parse_config
-from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks
+from training.types import CheckpointReport, IterationReport, PromptRecord, SampleReport, TrainingHooks
 from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
-from workers.torchrun_launch import needs_torchrun, run_under_torchrun
+from workers.rl_node_job import request_node_joins
+from workers.rl_run_paths import run_paths, torchrun_run_key
+from training.torchrun.launcher import needs_torchrun, run_under_torchrun
 
 
 def prompt_records(run: RLRun) -> list[PromptRecord]:
@@ -90,12 +91,6 @@ def log_progress(run: RLRun, line: str) -> None:
     RLRun.heartbeat(run.pk)
 
 
-def run_paths(run: RLRun) -> RunPaths:
-    output_dir = Path(settings.CHECKPOINT_DIR) / f"run-{run.pk}"
-    output_dir.mkdir(parents=True, exist_ok=True)
-    return RunPaths(output_dir=output_dir, models_dir=Path(settings.MODELS_DIR))
-
-
 def run_config(run: RLRun) -> RLConfig:
     """The run's config plus this worker's deployment settings the engines need (the vLLM sidecar socket)."""
     config = parse_config(RLConfig, run.config)
@@ -104,15 +99,8 @@ def run_config(run: RLRun) -> RLConfig:
     return config
 
 
-def torchrun_run_key(run: RLRun) -> str:
-    """The rendezvous id of the run's nodes when its config sets none."""
-    return f"mirrorlab-run-{run.pk}"
-
-
 def run_rl_job(run: RLRun) -> None:
     """Train the run; raise JobCancelled when it stopped on request."""
-    from workers.rl_node_job import request_node_joins
-
     config = run_config(run)
     backend = trainer_backends.get(config.trainer_backend)
     hooks = TrainingHooks(

@@ -6,18 +6,18 @@ import logging
 
 from common.knobs import parse_config
 from training.config import RLConfig
+from webapp.celery import enqueue_node_join
 from webapp.jobs import JobStatus
 from webapp.runs.models import RLRun
 from workers.jobs import worker_name
-from workers.torchrun_launch import JoinWatch, join_under_torchrun, other_node_ranks
+from workers.rl_run_paths import run_paths, torchrun_run_key
+from training.torchrun.launcher import JoinWatch, join_under_torchrun, other_node_ranks
 
 logger = logging.getLogger(__name__)
 
 
 def request_node_joins(run: RLRun, config: RLConfig) -> None:
     """Send one join task per other node to the gpu queue (one gpu-queue worker per node takes each)."""
-    from workers.dispatch import enqueue_node_join
-
     for node_index in range(1, config.nnodes):
         enqueue_node_join(run.pk, node_index)
     RLRun.append_log(run.pk, f"asked the gpu queue for {config.nnodes - 1} more node(s) to join")
@@ -35,8 +35,6 @@ def node_watch(run_id: int, label: str) -> JoinWatch:
 
 def join_rl_run(run_id: int, node_index: int) -> str:
     """Run node `node_index`'s torchrun of a running multi-node run; its failure is logged on the row."""
-    from workers.rl_job import run_paths, torchrun_run_key
-
     run = RLRun.objects.filter(pk=run_id).first()
     if run is None or run.status != JobStatus.RUNNING:
         logger.info("rl_run %s is not running: node %s does not join", run_id, node_index)

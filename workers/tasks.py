@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from workers.celery_app import app
+from celery.signals import worker_ready
+
+from webapp.celery import app
+
+
+@worker_ready.connect
+def _requeue_abandoned_jobs(**_kwargs) -> None:
+    """A starting worker re-queues jobs whose worker died (their heartbeat went stale)."""
+    from workers.recovery import requeue_abandoned_jobs
+
+    requeue_abandoned_jobs()
 
 
 @app.task(name="mirrorlab.run_rl")

@@ -41,5 +41,6 @@ def judge_integer(pairs: Sequence[tuple[BenchmarkProblem, str]],
         extracted = extract_answer(response, extraction_policy)
         value = integer_value(extracted)
         verdicts.append(RuleVerdict(value is not None and value == int(problem.answer), value is not None,
-                                    extracted or "", "" if value is not None or extracted is None else "not an integer"))
+                                    extracted or "",
+                                    "" if value is not None or extracted is None else "not an integer"))
     return verdicts

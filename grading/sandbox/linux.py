@@ -60,7 +60,9 @@ def setns(fd: int, flags: int) -> None:
 
 
 def mount(source: str | None, target: str, filesystem: str | None, flags: int, options: str | None = None) -> None:
-    encode = (lambda text: None if text is None else text.encode())
+    def encode(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+
     result = _libc.mount(encode(source), encode(target), encode(filesystem), ctypes.c_ulong(flags), encode(options))
     _check(result, f"mount {source} on {target}")
 

@@ -166,5 +166,6 @@ def matrix_rows(text: str) -> list[list[str]] | None:
     return [[cell.strip() for cell in row.split("&")] for row in rows]
 
 
-__all__ = ["SET_CLOSE", "SET_OPEN", "Unparsed", "Word", "as_word", "clean", "drop_simple_lhs", "equation_sides", "inequality_interval",
+__all__ = ["SET_CLOSE", "SET_OPEN", "Unparsed", "Word", "as_word", "clean", "drop_simple_lhs", "equation_sides",
+           "inequality_interval",
            "list_items", "matrix_rows", "scalar", "split_top_level", "strip_units", "unwrap_text"]

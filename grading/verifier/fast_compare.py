@@ -7,7 +7,8 @@ intervals and unions, matrices, equations, words), and None otherwise, for math-
 Values: rationals compare exactly; anything else is evaluated to 50 digits and equal when it agrees to 40
 digits. Expressions with variables are evaluated at four points, the same for both sides, where every
 variable takes its own value built from square roots of primes (one above 5, one below -5, two between
--4 and 4: no short decimal and no linear relation between variables holds there). A decimal with six or more significant digits also
+-4 and 4: no short decimal and no linear relation between variables holds there).
+A decimal with six or more significant digits also
 matches an exact value without a terminating expansion that it rounds or truncates to ("0.3333333" for
 1/3); other decimals must be exact ("0.333" is not 1/3, "0.5000001" is not 1/2). A percent sign may be
 read as a unit or as 1/100, the same reading on both sides when both carry one.

@@ -19,7 +19,8 @@ import mpmath
 PRECISION_DIGITS = 50
 _MAX_POWER_BITS = 100_000  # numeric powers beyond 2^this are left to math-verify
 _MAX_EXACT_DIGITS = 2000  # exact powers beyond this many digits are evaluated numerically only
-_TOKEN = re.compile(r"\s*(?:(?P<based>\d[0-9A-Z]*_(?:\{\d+\}|\d+))|(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+_TOKEN = re.compile(r"\s*(?:(?P<based>\d[0-9A-Z]*_(?:\{\d+\}|\d+))"
+                    r"|(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
                     r"|(?P<command>\\[a-zA-Z]+)|(?P<letter>[a-zA-Z])|(?P<symbol>[-+*/^(){}\[\]]))")
 _WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")  # three letters in a row, not a command
 _CONSTANT_COMMANDS = {"\\pi": "pi", "\\infty": "inf"}

@@ -65,7 +65,8 @@ def test_mathvista_free_form_answers_respect_precision_unit_and_type():
 
 def test_the_last_code_block_is_the_program_and_a_completion_continues_the_prompt():
     lcb = problem(prompt="Read two numbers.")
-    response = "First try:\n```python\nprint(1)\n```\nBetter:\n```python\na, b = map(int, input().split())\nprint(a+b)\n```"
+    response = ("First try:\n```python\nprint(1)\n```\nBetter:\n"
+                "```python\na, b = map(int, input().split())\nprint(a+b)\n```")
     assert extract_program(response, code_task(lcb)) == "a, b = map(int, input().split())\nprint(a+b)\n"
     humaneval = problem(prompt="def add(a, b):\n    \"\"\"Sum.\"\"\"\n", metadata={"entry_point": "add"})
     assert extract_program("    return a + b\n", code_task(humaneval)) == humaneval.prompt + "    return a + b\n"

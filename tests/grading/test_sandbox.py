@@ -7,7 +7,6 @@ the host lacks is skipped with the probe's reason.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import tempfile

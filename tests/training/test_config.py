@@ -61,7 +61,8 @@ def test_the_training_config_imports_no_heavy_dependency():
     import subprocess
     import sys
 
-    code = "import sys, training.config, evaluation.suite_config; print('torch' in sys.modules, 'django' in sys.modules)"
+    code = ("import sys, training.config, evaluation.suite_config; "
+            "print('torch' in sys.modules, 'django' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["False", "False"]
 

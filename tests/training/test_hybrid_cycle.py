@@ -24,7 +24,8 @@ requires_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, rea
 GREEDY = SamplingSettings(max_new_tokens=24, temperature=0.0)
 LOGPROB_TOLERANCE = 2e-3
 SETTINGS = dict(rollout_engine="vllm-hybrid", rollout_dtype="float32", hybrid_release="restart", iterations=1,
-                batch_size=4, samples_per_problem=4, max_response_tokens=24, learning_rate=3e-3, gradient_steps_per_iteration=2,
+                batch_size=4, samples_per_problem=4, max_response_tokens=24, learning_rate=3e-3,
+                gradient_steps_per_iteration=2,
                 length_penalty_weight=0.5, micro_batch_size=16, seed=1)
 SWITCH_PHASES = ("offload", "wake", "weight_handover", "rollout", "release", "onload")
 

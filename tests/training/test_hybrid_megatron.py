@@ -28,7 +28,8 @@ def hybrid_megatron_worker(rank: int, port: int, model_dir: str, out_dir: str) -
 
     config = parse_config(RLConfig, {
         "model": model_dir, "trainer_backend": "megatron", "megatron_precision": "fp32",
-        "rollout_engine": "vllm-hybrid", "rollout_dtype": "float32", "hybrid_release": "restart", "iterations": 1, "batch_size": 4,
+        "rollout_engine": "vllm-hybrid", "rollout_dtype": "float32", "hybrid_release": "restart", "iterations": 1,
+        "batch_size": 4,
         "samples_per_problem": 4, "max_response_tokens": 24, "learning_rate": 3e-3,
         "gradient_steps_per_iteration": 2, "length_penalty_weight": 0.5, "seed": 1})
     records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]

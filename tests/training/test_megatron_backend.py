@@ -61,7 +61,8 @@ def megatron_first_step(megatron, batch, rewards) -> dict:
     megatron.ddp.zero_grad_buffer()
     shares = megatron._run(batch, ref_sequence, rewards, batch.groups)
     grads = {name: p.main_grad.detach().cpu() for name, p in megatron.gpt.named_parameters()}
-    grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout), ModelShape.from_hf_config(megatron.model.config))
+    grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout),
+                           ModelShape.from_hf_config(megatron.model.config))
     return {"loss": sum(shares), "grads": grads}
 
 
@@ -71,7 +72,8 @@ def torch_first_step(model_dir: str, batch, rewards) -> dict:
     from training.models.loading import load_model
     from training.trainer.torch_trainer import TorchTrainer
 
-    torch_trainer = TorchTrainer(load_model(model_dir), parse_config(RLConfig, {**SETTINGS, "trainer_backend": "torch"}),
+    torch_trainer = TorchTrainer(load_model(model_dir),
+                                 parse_config(RLConfig, {**SETTINGS, "trainer_backend": "torch"}),
                                  torch.device("cpu"))
     ref_sequence, _ = torch_trainer.reference_logprobs(batch)
     torch_trainer.model.train()

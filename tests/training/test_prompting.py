@@ -10,4 +10,5 @@ def test_prompt_ids_use_the_plain_template_or_the_chat_template(tiny_model_dir):
     tokenizer.chat_template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}<assistant>"
     ids = prompt_ids("Compute 1+2.", tokenizer, instruction="Box it.")
     assert all(isinstance(token, int) for token in ids)
-    assert tokenizer.decode(list(ids)) == tokenizer.decode(tokenizer("<user>Compute 1+2.\n\nBox it.<assistant>").input_ids)
+    assert tokenizer.decode(list(ids)) == tokenizer.decode(
+        tokenizer("<user>Compute 1+2.\n\nBox it.<assistant>").input_ids)

@@ -16,7 +16,8 @@ def samples(run):
     TrainingSample.objects.bulk_create(
         TrainingSample(run=run, iteration=iteration, prompt_id=str(index), problem=f"problem {index}",
                        sample_index=index, response=f"answer {iteration}-{index}",
-                       reward=1.0 if index % 2 == 0 else 0.0, correct=index % 2 == 0, response_tokens=10 * (index + 1) + iteration,
+                       reward=1.0 if index % 2 == 0 else 0.0, correct=index % 2 == 0,
+                       response_tokens=10 * (index + 1) + iteration,
                        truncated=index == 3, repeated=index == 1)
         for iteration in (1, 2, 3) for index in range(4)
     )

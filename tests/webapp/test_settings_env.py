@@ -49,9 +49,11 @@ def test_the_web_server_and_task_module_never_import_heavy_libraries(tmp_path):
 
 def test_the_on_disk_broker_keeps_all_its_folders_in_the_data_dir(tmp_path):
     code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='webapp.settings'; django.setup(); "
-            "from django.conf import settings; import json; print(json.dumps(settings.CELERY_BROKER_TRANSPORT_OPTIONS))")
+            "from django.conf import settings; import json; "
+            "print(json.dumps(settings.CELERY_BROKER_TRANSPORT_OPTIONS))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env={**os.environ, "CELERY_BROKER_URL": "filesystem://", "MIRRORLAB_DATA_DIR": str(tmp_path)})
+                            env={**os.environ, "CELERY_BROKER_URL": "filesystem://",
+                                 "MIRRORLAB_DATA_DIR": str(tmp_path)})
     folders = json.loads(output.stdout)
     for option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         assert folders[option].startswith(str(tmp_path)), option

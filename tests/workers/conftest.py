@@ -38,7 +38,8 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
-        "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT'] or 5432}/{settings['NAME']}",
+        "DATABASE_URL": (f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT'] or 5432}"
+                         f"/{settings['NAME']}"),
         "MIRRORLAB_DATA_DIR": str(tmp_path_factory.mktemp("worker-data")),
         "OMP_NUM_THREADS": "1",
     }

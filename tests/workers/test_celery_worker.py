@@ -35,7 +35,7 @@ def test_the_worker_runs_a_queued_run_to_success(celery_worker_process, project,
 
 
 def test_a_second_claim_of_the_same_row_is_refused(celery_worker_process, project, prompt_set, alice):
-    from workers.celery_app import app
+    from webapp.celery import app
 
     run = queue_noop_run(project, prompt_set, alice, iterations=2)
     wait_for(lambda: status_of(run), 60, "the run to finish")

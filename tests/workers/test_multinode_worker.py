@@ -100,7 +100,7 @@ def test_a_two_node_run_trains_on_both_workers_and_writes_its_rows(two_gpu_nodes
 
 
 def test_a_join_for_a_run_that_no_longer_runs_does_nothing(two_gpu_nodes, project, prompt_set, alice):
-    from workers.celery_app import app
+    from webapp.celery import app
 
     config = config_to_dict(parse_config(RLConfig, {"trainer_backend": "noop-test", "iterations": 1}))
     run = RLRun.objects.create(project=project, name="done", prompt_set=prompt_set, owner=alice, config=config,

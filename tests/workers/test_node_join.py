@@ -12,7 +12,7 @@ from webapp.jobs import JobStatus
 from webapp.runs.models import RLRun
 from workers.rl_job import run_config
 from workers.rl_node_job import join_rl_run
-from workers.torchrun_launch import JoinWatch, join_under_torchrun, other_node_ranks, spec_paths, torchrun_command
+from training.torchrun.launcher import JoinWatch, join_under_torchrun, other_node_ranks, spec_paths, torchrun_command
 
 TWO_NODES = {"nnodes": 2, "rdzv_endpoint": "head:29400"}
 

@@ -12,7 +12,7 @@ from webapp.jobs import JobStatus
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from workers.jobs import JobCancelled, execute_job
 from workers.rl_job import run_rl_job
-from workers.torchrun_launch import torchrun_command
+from training.torchrun.launcher import torchrun_command
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +72,7 @@ def test_the_command_joins_a_shared_rendezvous_on_several_nodes():
     command = torchrun_command(config, "spec.json", "mirrorlab-run-7")
     assert command[command.index("--nnodes=2"):] == [
         "--nnodes=2", "--nproc_per_node=8", "--rdzv_backend=c10d", "--rdzv_endpoint=head:29400",
-        "--rdzv_id=mirrorlab-run-7", "-m", "training.torchrun_entry", "spec.json"]
+        "--rdzv_id=mirrorlab-run-7", "-m", "training.torchrun.entry", "spec.json"]
     single = torchrun_command(parse_config(RLConfig, {"nproc_per_node": 2}), "spec.json", "run")
     assert "--standalone" in single and not any(part.startswith("--rdzv") for part in single)
 

@@ -63,7 +63,8 @@ def make_problem(rng: random.Random, difficulty: str, index: int) -> ArithmeticP
     )
 
 
-def generate(count: int, seed: int = 0, difficulties: tuple[str, ...] = tuple(DIFFICULTY_LEVELS)) -> list[ArithmeticProblem]:
+def generate(count: int, seed: int = 0,
+             difficulties: tuple[str, ...] = tuple(DIFFICULTY_LEVELS)) -> list[ArithmeticProblem]:
     """`count` problems spread evenly over the difficulties, reproducible from the seed."""
     unknown = set(difficulties) - DIFFICULTY_LEVELS.keys()
     if unknown:

@@ -11,7 +11,7 @@ from common.knobs import ConfigError, config_to_dict, parse_config
 from evaluation.suite_config import AuditGrader
 from webapp.evals.models import EvalRun, GraderAudit, SampleResult
 from webapp.jobs import JobStatus
-from workers.dispatch import enqueue_job
+from webapp.celery import enqueue_job
 
 
 def launch_evaluation(**fields) -> EvalRun:

@@ -9,7 +9,7 @@ from django.db import transaction
 from webapp.long2short.models import Long2ShortVariant
 from webapp.long2short.parents import id_list, merge_sources_error
 from webapp.runs.models import Checkpoint
-from workers.dispatch import enqueue_job
+from webapp.celery import enqueue_job
 
 
 def variant_parameter_errors(project, method: str, parameters: Mapping[str, Any]) -> dict[str, str]:

@@ -50,7 +50,8 @@ class PromptSetSerializer(ProjectScopedSerializer):
         parsed = read_prompt_upload(upload, file_format) if upload else []
         with transaction.atomic():
             prompt_set = PromptSet.objects.create(created_by=self.context["request"].user,
-                                                  source=validated_data.pop("source", "") or getattr(upload, "name", ""),
+                                                  source=(validated_data.pop("source", "")
+                                                          or getattr(upload, "name", "")),
                                                   **validated_data)
             add_prompts(prompt_set, parsed)
         return prompt_set

@@ -9,7 +9,7 @@ from django.db.models import Max
 
 from common.prompt_files import ParsedPrompt, parse_prompt_file
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
-from workers.dispatch import enqueue_job
+from webapp.celery import enqueue_job
 
 
 def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:

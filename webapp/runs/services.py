@@ -12,7 +12,7 @@ from django.db import transaction
 from training.context_window import launch_context_errors
 from webapp.jobs import JobStatus
 from webapp.runs.models import RESUMABLE_STATUSES, RLRun
-from workers.dispatch import enqueue_job
+from webapp.celery import enqueue_job
 
 
 def run_launch_errors(prompt_set, evaluation_suite, config: Mapping[str, Any]) -> dict[str, str]:

@@ -1,9 +1,9 @@
-"""One torchrun rank of a run launched by a worker: `torchrun ... -m training.torchrun_entry SPEC.json`.
+"""One torchrun rank of a run launched by a worker: `torchrun ... -m training.torchrun.entry SPEC.json`.
 
-The launcher (workers/torchrun_launch.py) writes the spec: the resolved config, the prompt records
+The launcher (launcher.py) writes the spec: the resolved config, the prompt records
 (with their database ids), the run's folders, an events file and a stop file. Every rank runs the
-configured trainer backend; rank 0 appends its progress to the events file as JSON lines (iteration,
-checkpoint, log, and a last `outcome`), and treats the stop file's existence as a stop request.
+configured trainer backend; rank 0 appends its progress to the events file (events.py) and treats the
+stop file's existence as a stop request.
 No Django here: the launcher turns the events into rows.
 """
 
@@ -18,28 +18,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from common.knobs import parse_config
 from training.config import RLConfig
+from training.torchrun.events import OUTCOME, event_writer, file_hooks
 from training.types import PromptRecord, RunPaths, TrainingHooks
-
-
-def event_writer(path: Path):
-    """Append one JSON line per event, flushed at once so the launcher sees it."""
-
-    def write(kind: str, **fields) -> None:
-        with open(path, "a") as events:
-            events.write(json.dumps({"kind": kind, **fields}, default=str) + "\n")
-
-    return write
-
-
-def file_hooks(events_path: Path, stop_path: Path) -> TrainingHooks:
-    """Rank 0's hooks: progress to the events file, stop when the stop file exists."""
-    write = event_writer(events_path)
-    return TrainingHooks(
-        on_iteration=lambda report: write("iteration", report=dataclasses.asdict(report)),
-        on_checkpoint=lambda report: write("checkpoint", report=dataclasses.asdict(report)),
-        log=lambda line: write("log", line=line),
-        should_stop=stop_path.exists,
-    )
 
 
 @record  # torchrun's failure summary then carries the rank's traceback
@@ -59,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         distributed.shutdown()
     if context.is_main:
-        event_writer(Path(spec["events"]))("outcome", outcome=dataclasses.asdict(outcome))
+        event_writer(Path(spec["events"]))(OUTCOME, outcome=dataclasses.asdict(outcome))
     return 0
 
 

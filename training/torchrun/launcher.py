@@ -1,10 +1,11 @@
 """Run a trainer backend as torchrun processes when a run asks for several (nnodes * nproc_per_node > 1).
 
 Same signature as a backend: `run_under_torchrun(config, records, paths, hooks)`. It writes a spec for
-`training.torchrun_entry` under `<output_dir>/torchrun/`, starts `python -m torch.distributed.run ...`,
+`training.torchrun.entry` under `<output_dir>/torchrun/`, starts `python -m torch.distributed.run ...`,
 replays rank 0's events file into the hooks (so rows are written exactly as for one process), turns
 `hooks.should_stop()` into the stop file the ranks obey between iterations, and raises with the tail
-of the ranks' log when torchrun fails. No Django here: workers/rl_job.py passes its row hooks.
+of the ranks' log when torchrun fails (the events: events.py). No Django here: the worker passes its row
+hooks.
 
 Several machines: every node runs the same rendezvous (`nnodes`, `rdzv_endpoint`, `rdzv_id`). The worker
 that claims the run starts its node's processes and asks for the others (`start_other_nodes`, which sends
@@ -28,8 +29,8 @@ from typing import Callable, Sequence
 
 from common.knobs import config_to_dict
 from training.config import RLConfig
-from training.types import CheckpointReport, IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks
-from training.types import TrainingOutcome
+from training.torchrun.events import EventReader
+from training.types import PromptRecord, RunPaths, TrainingHooks, TrainingOutcome
 
 POLL_SECONDS = 0.5
 LOG_TAIL_LINES = 40
@@ -56,7 +57,7 @@ def torchrun_command(config: RLConfig, spec_path: Path, run_key: str, node_rank:
     node_rank = config.node_rank if node_rank is None else node_rank
     if node_rank is not None:
         command.append(f"--node_rank={node_rank}")
-    return command + ["-m", "training.torchrun_entry", str(spec_path)]
+    return command + ["-m", "training.torchrun.entry", str(spec_path)]
 
 
 def other_node_ranks(config: RLConfig) -> list[int | None]:
@@ -182,45 +183,6 @@ def join_under_torchrun(config: RLConfig, output_dir: Path, run_key: str, watch:
     elif process.returncode == 0:
         watch.log("torchrun finished on this node")
     return process.returncode
-
-
-class EventReader:
-    """Reads rank 0's events file incrementally and replays each complete line into the hooks."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.offset = 0
-        self.outcome: TrainingOutcome | None = None
-
-    def replay(self, hooks: TrainingHooks) -> TrainingOutcome | None:
-        """Replay the new events; returns the outcome once rank 0 wrote it."""
-        if not self.path.exists():
-            return self.outcome
-        with open(self.path, "rb") as events:
-            events.seek(self.offset)
-            data = events.read()
-        complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next call
-        self.offset += len(complete)
-        for line in complete.decode().splitlines():
-            self.dispatch(json.loads(line), hooks)
-        return self.outcome
-
-    def dispatch(self, event: dict, hooks: TrainingHooks) -> None:
-        kind = event["kind"]
-        if kind == "iteration":
-            report = event["report"]
-            samples = tuple(SampleReport(**sample) for sample in report.pop("samples"))
-            hooks.on_iteration(IterationReport(**report, samples=samples))
-        elif kind == "checkpoint":
-            report = event["report"]
-            hooks.on_checkpoint(CheckpointReport(iteration=report["iteration"], path=Path(report["path"]),
-                                                 size_bytes=report["size_bytes"]))
-        elif kind == "log":
-            hooks.log(event["line"])
-        elif kind == "outcome":
-            self.outcome = TrainingOutcome(**event["outcome"])
-        else:
-            raise ValueError(f"{self.path}: unknown event kind {kind!r}")
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
