@@ -1,7 +1,7 @@
 """Our evaluation runner versus lm-evaluation-harness on the same model and benchmark, side by side.
 
 Three ways to score the same greedy generations of one model on one benchmark:
-- ours: evaluation.runner (batched generation through the torch rollout engine, our judges);
+- ours: evaluation.builtin_runner (batched generation through the torch rollout engine, our judges);
 - lm-eval in process: simple_evaluate on the mirrorlab_<benchmark> task with the model in memory;
 - the stock lm_eval CLI on the YAML task files, loading the model from disk (a subprocess).
 Prints seconds, samples/s, the scores and whether they agree (and, for the in-process run, sample by sample).
@@ -60,7 +60,7 @@ def main() -> None:
     from evaluation.context import EvalContext
     from evaluation.lm_eval_tasks.runner import run_lm_eval_task
     from evaluation.lm_eval_tasks.timing import time_run
-    from evaluation.runner import run_builtin_benchmark
+    from evaluation.builtin_runner import run_builtin_benchmark
     from evaluation.suite_config import BenchmarkSettings
     from training.models.tiny import create_tiny_preset
 

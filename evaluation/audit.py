@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from common.knobs import config_to_dict
 from evaluation.benchmarks import BUILTIN_BENCHMARKS, grades_final_answers
 from evaluation.context import EvalContext
-from evaluation.runner import EvaluationError, grade_pairs, judge_verdict_text
+from evaluation.builtin_runner import EvaluationError, grade_pairs, judge_verdict_text
 from evaluation.suite_config import AuditGrader, BenchmarkSettings
 from grading.cot_judge import Grade
 

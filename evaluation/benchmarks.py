@@ -18,7 +18,7 @@ SYNTHETIC_PROBLEMS = 200
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """One built-in benchmark. judge names a judge of evaluation.runner (equivalence, integer, code, mathvista).
+    """One built-in benchmark. judge names a judge of evaluation.builtin_runner (equivalence, integer, code, mathvista).
 
     plain_prompt: for models without a chat template, the problem text is the whole prompt (code to complete)
     rather than the "Problem: ...\\nSolution:" template.
@@ -48,7 +48,7 @@ def from_files(name: str) -> Callable[..., list[BenchmarkProblem]]:
     return lambda data_dir, limit=None, fetch_missing=False: load_benchmark(name, data_dir, limit, fetch_missing)
 
 
-# Judges that compare an extracted final answer with the reference (evaluation.runner.ANSWER_RULES): their
+# Judges that compare an extracted final answer with the reference (evaluation.builtin_runner.ANSWER_RULES): their
 # benchmarks take an extraction policy and a grader mode (the CoT judge model).
 ANSWER_JUDGES = ("equivalence", "integer")
 

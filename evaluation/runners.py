@@ -7,7 +7,7 @@ from common.registry import Registry
 from evaluation.benchmarks import BUILTIN_BENCHMARKS
 
 benchmark_runners = Registry("benchmark runner", {
-    **{name: "evaluation.runner:run_builtin_benchmark" for name in BUILTIN_BENCHMARKS},
+    **{name: "evaluation.builtin_runner:run_builtin_benchmark" for name in BUILTIN_BENCHMARKS},
     "lm-eval": "evaluation.lm_eval_tasks.runner:run_lm_eval_benchmark",
 })
 

@@ -189,7 +189,7 @@ def train(args: argparse.Namespace) -> int:
         print(yaml.safe_dump({**cli, **config_to_dict(config)}, sort_keys=False))
         return 0
     from training import distributed
-    from training.engines import trainer_backends
+    from training.backends import trainer_backends
 
     records = load_prompts(cli["prompts"], cli["prompt_count"], config.seed)
     # prompts plus max_response_tokens must fit the context window (checked here where the model's files are local,

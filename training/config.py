@@ -24,7 +24,7 @@ ROLLOUT_ENGINES = ("torch", "vllm", "vllm-hybrid")
 HYBRID_RELEASE_MODES = ("restart", "sleep")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 # "noop-test" writes synthetic iterations and trains nothing: for tests of the
-# job plumbing only, never a default (see training/engines/noop_test.py).
+# job plumbing only, never a default (see training/backends/noop_test.py).
 TRAINER_BACKENDS = ("torch", "megatron", "noop-test")
 MEGATRON_PRECISIONS = ("auto", "bf16", "fp32")
 

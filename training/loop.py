@@ -18,7 +18,7 @@ from training.config import RLConfig
 from training.hybrid.cycle import release_for_training, take_phase_seconds
 from training.rollout.base import SamplingSettings
 from training.rollout.repeats import RepeatLimits
-from training.scoring import ScoredGroups, sample_reports, score_groups
+from training.group_rewards import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
 from training.trajectories import Group
 from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome

@@ -26,7 +26,7 @@ from training.rollout import rollout_engines
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
 from training.tasks.arithmetic import warmup_traces
-from training.engines import trainer_classes
+from training.backends import trainer_classes
 from training.trajectories import ReplayBuffer
 from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks
 

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from training.config import RLConfig
-from training.engines import trainer_backends
+from training.backends import trainer_backends
 from common.knobs import parse_config
 from training.types import CheckpointReport, IterationReport, PromptRecord, SampleReport, TrainingHooks
 from webapp.evals.services import launch_evaluation

@@ -7,7 +7,7 @@ import pytest
 
 from common.knobs import ConfigError
 from evaluation.benchmarks import ANSWER_JUDGES, SYNTHETIC_SEED
-from evaluation.runner import ANSWER_RULES, run_builtin_benchmark
+from evaluation.builtin_runner import ANSWER_RULES, run_builtin_benchmark
 from evaluation.suite_config import BenchmarkSettings, parse_suite
 from grading.cot_judge import CotJudge
 from tests.evaluation.test_runner import scripted_context

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.context import EvalContext
-from evaluation.runner import run_builtin_benchmark
+from evaluation.builtin_runner import run_builtin_benchmark
 from evaluation.suite_config import BenchmarkSettings
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "datasets"

@@ -11,7 +11,7 @@ from PIL import Image
 from evaluation.context import EvalContext
 from evaluation.datasets import ImagesMissing
 from evaluation.judges.mathvista import judge_mathvista
-from evaluation.runner import EvaluationError, run_builtin_benchmark
+from evaluation.builtin_runner import EvaluationError, run_builtin_benchmark
 from evaluation.suite_config import BenchmarkSettings
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "datasets"

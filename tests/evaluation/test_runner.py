@@ -9,7 +9,7 @@ import pytest
 from evaluation.context import EvalContext, EvaluationStopped
 from evaluation.datasets import ImagesMissing
 from training.generation import GeneratedResponse
-from evaluation.runner import run_builtin_benchmark
+from evaluation.builtin_runner import run_builtin_benchmark
 from evaluation.suite_config import BenchmarkSettings
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "datasets"

@@ -17,15 +17,12 @@ from pathlib import Path
 import pytest
 
 from evaluation.datasets.code_benchmarks import livecodebench_test
-from grading.sandbox import (ACCEPTED, DEFAULT_MINIMUM, MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT,
-                                VERDICTS, WRONG_ANSWER, CodeJudge, ProbeReport, Protection, SandboxLimits,
-                                SandboxUnavailable, probe)
+from grading.sandbox import (ACCEPTED, MEMORY_LIMIT, OUTPUT_LIMIT, RUNTIME_ERROR, TIME_LIMIT,
+                                VERDICTS, WRONG_ANSWER, CodeJudge, ProbeReport, Protection, SandboxUnavailable, probe)
 from grading.sandbox.accounts import processes_of
-from grading.sandbox.judge import STRUCTURAL
+from tests.grading.sandbox_support import BACKENDS, LIMITS, skip_reason
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LIMITS = SandboxLimits(time_seconds=1, wall_seconds=2, memory_mb=256, output_bytes=1 << 20, file_bytes=16 << 20)
-BACKENDS = ["forkserver", "bwrap"]
 
 A_PLUS_B = "a, b = map(int, input().split())\nprint(a + b)\n"
 A_PLUS_B_TESTS = [{"kind": "stdin", "input": "1 2\n", "output": "3\n"},
@@ -46,22 +43,6 @@ def check(candidate):
 CLOSE_ELEMENTS_TESTS = [{"kind": "functional", "entry_point": "has_close_elements", "code": CLOSE_ELEMENTS_CHECK}]
 
 
-def skip_reason(backend: str) -> str | None:
-    report = probe()
-    missing = report.missing(set(DEFAULT_MINIMUM[backend]) | set(STRUCTURAL[backend]))
-    if not missing:
-        return None
-    return f"{backend} sandbox unavailable here: " + "; ".join(
-        f"{name}: {report.protections[name].detail}" for name in missing)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def judge(request):
-    reason = skip_reason(request.param)
-    if reason:
-        pytest.skip(reason)
-    with CodeJudge(backend=request.param, limits=LIMITS, workers=2) as code_judge:
-        yield code_judge
 
 
 def program(source: str) -> str:

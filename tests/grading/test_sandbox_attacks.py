@@ -15,8 +15,8 @@ import pytest
 
 from grading.sandbox import (ACCEPTED, RUNTIME_ERROR, TIME_LIMIT, WRONG_ANSWER, CodeJudge, SandboxClosed,
                              SandboxLimits)
-from tests.grading.test_sandbox import (BACKENDS, CLOSE_ELEMENTS, CLOSE_ELEMENTS_TESTS, LIMITS, assert_nothing_left,
-                                        program, skip_reason)
+from tests.grading.sandbox_support import BACKENDS, skip_reason
+from tests.grading.test_sandbox import CLOSE_ELEMENTS, CLOSE_ELEMENTS_TESTS, assert_nothing_left, program
 
 WRONG_CLOSE_ELEMENTS = "def has_close_elements(numbers, threshold):\n    return True\n"
 # The marker is built at run time, so that only a program that really ran prints it.
@@ -76,15 +76,6 @@ EXEC_ROUTES = {
         raise errors[0]
     """),
 }
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def judge(request):
-    reason = skip_reason(request.param)
-    if reason:
-        pytest.skip(reason)
-    with CodeJudge(backend=request.param, limits=LIMITS, workers=2) as code_judge:
-        yield code_judge
 
 
 def functional_tests(check: str, entry_point: str = "has_close_elements") -> list[dict]:

@@ -87,8 +87,8 @@ def test_it_rejects_a_tensor_parallel_size_that_does_not_divide_the_key_value_he
 
 
 def test_the_megatron_backend_and_its_trainer_are_registered():
-    from training.engines import trainer_backends, trainer_classes
-    from training.engines.megatron import run
+    from training.backends import trainer_backends, trainer_classes
+    from training.backends.megatron import run
     from training.megatron.trainer import MegatronTrainer
 
     assert trainer_backends.get("megatron") is run

@@ -7,10 +7,10 @@ import torch
 
 from common.knobs import parse_config
 from training.config import RLConfig
-from training.engines import noop_test
+from training.backends import noop_test
 from training.loop import run
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP
-from training.scoring import ScoredGroups, sample_reports
+from training.group_rewards import ScoredGroups, sample_reports
 from training.tasks.arithmetic import generate
 from training.trajectories import Group, Trajectory
 from training.types import PromptRecord, SampleReport, TrainingHooks

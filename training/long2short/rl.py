@@ -11,7 +11,7 @@ from common.knobs import parse_config
 from training.checkpoint import checkpoint_dir
 from training.config import Long2ShortRLConfig, RLConfig
 from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
-from training.engines import trainer_backends
+from training.backends import trainer_backends
 from training.types import IterationReport, RunPaths, TrainingHooks
 
 RUN_FOLDER = "rl"  # the loop's checkpoints go to job.output_dir / "rl" / "checkpoints"

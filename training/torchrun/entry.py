@@ -25,7 +25,7 @@ from training.types import PromptRecord, RunPaths, TrainingHooks
 @record  # torchrun's failure summary then carries the rank's traceback
 def main(argv: list[str] | None = None) -> int:
     from training import distributed
-    from training.engines import trainer_backends
+    from training.backends import trainer_backends
 
     (spec_path,) = argv if argv is not None else sys.argv[1:]
     spec = json.loads(Path(spec_path).read_text())

@@ -96,7 +96,7 @@ def grader_label(grader: dict) -> str:
     return f"{mode} {grader.get('judge_model') or ''}".strip()
 
 
-# Metrics that say how a benchmark was graded (evaluation.runner.grading_metadata), shown apart from the scores.
+# Metrics that say how a benchmark was graded (evaluation.builtin_runner.grading_metadata), shown apart from the scores.
 GRADING_METRICS = ("extraction_policy", "grader_mode", "judge_model", "judged_samples", "judge_errors")
 
 

@@ -5,8 +5,8 @@ from common.registry import Registry
 # Each entry: run(config, prompts, output_dir, hooks) -> TrainingOutcome.
 trainer_backends = Registry("trainer backend", {
     "torch": "training.loop:run",
-    "megatron": "training.engines.megatron:run",
-    "noop-test": "training.engines.noop_test:run",
+    "megatron": "training.backends.megatron:run",
+    "noop-test": "training.backends.noop_test:run",
 })
 
 # The trainer a run session builds for each backend that runs the RL loop: Trainer(hf_model, config), with
