@@ -12,20 +12,19 @@ from dataclasses import dataclass
 from common.knobs import knob
 from grading.cot_judge.modes import GRADER_MODE_NAMES, RULE
 from grading.verifier.extraction import EXTRACTION_POLICIES, FLEXIBLE
+from training.registries import log_z_estimates, policy_losses, rollout_engines, samplers, trainer_backends
 
-# The names registered in training.sampling.samplers (kept here, in this order, so that this module does not
-# import numpy; tests/training/test_sampling.py checks that the two agree).
-SAMPLING_STRATEGIES = ("uniform", "curriculum", "prioritized", "warmup_then_hard")
+# Choices that name an implementation come from its registry (training/registries.py), in registration order.
+SAMPLING_STRATEGIES = tuple(samplers.entries)
 HARD_PROBLEMS_BY = ("difficulty", "pass_rate")
-LOG_Z_ESTIMATES = ("mean_reward", "log_mean_exp")
-POLICY_LOSSES = ("mirror_descent", "rest")
-ROLLOUT_ENGINES = ("torch", "vllm", "vllm-hybrid")
+LOG_Z_ESTIMATES = tuple(log_z_estimates.entries)
+POLICY_LOSSES = tuple(policy_losses.entries)
+ROLLOUT_ENGINES = tuple(rollout_engines.entries)
 # vllm-hybrid between rollouts: put vLLM to sleep (GPU) or stop its process and start it again.
 HYBRID_RELEASE_MODES = ("restart", "sleep")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
-# "noop-test" writes synthetic iterations and trains nothing: for tests of the
-# job plumbing only, never a default (see training/backends/noop_test.py).
-TRAINER_BACKENDS = ("torch", "megatron", "noop-test")
+# "noop-test" writes synthetic iterations and trains nothing: for tests of the job plumbing only, never a default.
+TRAINER_BACKENDS = tuple(trainer_backends.entries)
 MEGATRON_PRECISIONS = ("auto", "bf16", "fp32")
 
 

@@ -9,27 +9,21 @@ responses; invalid entries are treated as absent and may hold any value, NaN inc
 from __future__ import annotations
 
 import inspect
-from typing import Callable
 
 import torch
 from torch import Tensor
 
-from common.registry import Registry
-
-policy_losses = Registry("policy loss", {
-    "mirror_descent": "training.losses:mirror_descent_loss",
-    "rest": "training.losses:rest_loss",
-})
+from training.registries import log_z_estimates, policy_losses
 
 
-def _mean_reward_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
+def mean_reward_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
     """(G, k) rewards -> (G, 1) mean of the valid rewards (0 for a group with none)."""
     counts = valid.sum(dim=1, keepdim=True)
     total = torch.where(valid, rewards, torch.zeros_like(rewards)).sum(dim=1, keepdim=True)
     return total / counts.clamp(min=1)
 
 
-def _log_mean_exp_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
+def log_mean_exp_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor:
     """(G, k) rewards -> (G, 1) tau * log(mean_j exp(r_j / tau)) over valid j (0 for a group with none)."""
     counts = valid.sum(dim=1, keepdim=True)
     scaled = torch.where(valid, rewards / tau, torch.full_like(rewards, float("-inf")))
@@ -37,23 +31,17 @@ def _log_mean_exp_baseline(rewards: Tensor, valid: Tensor, tau: float) -> Tensor
     return torch.where(counts > 0, tau * log_mean, torch.zeros_like(log_mean))
 
 
-_BASELINES: dict[str, Callable[[Tensor, Tensor, float], Tensor]] = {
-    "mean_reward": _mean_reward_baseline,
-    "log_mean_exp": _log_mean_exp_baseline,
-}
-
-
 def log_z_baseline(rewards: Tensor, valid: Tensor, tau: float, estimate: str) -> Tensor:
     """The estimate of tau*log Z per group: rewards (G, k), valid (G, k) bool -> (G, 1), detached.
 
     "mean_reward": the mean valid reward; "log_mean_exp": tau * log mean_j exp(r_j / tau).
     """
-    if estimate not in _BASELINES:
-        raise ValueError(f"unknown log_z_estimate {estimate!r}; choose one of {', '.join(_BASELINES)}")
+    if estimate not in log_z_estimates.entries:
+        raise ValueError(f"unknown log_z_estimate {estimate!r}; choose one of {', '.join(log_z_estimates.entries)}")
     if tau <= 0:
         raise ValueError(f"tau must be greater than 0; got {tau}")
     rewards = rewards.detach()
-    return _BASELINES[estimate](rewards, valid.bool(), tau).detach()
+    return log_z_estimates.get(estimate)(rewards, valid.bool(), tau).detach()
 
 
 def mirror_descent_loss(logp: Tensor, ref_logp: Tensor, rewards: Tensor, valid: Tensor, tau: float,

@@ -13,14 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from common.registry import Registry
-
-samplers = Registry("sampling strategy", {
-    "uniform": "training.sampling:UniformSampler",
-    "curriculum": "training.sampling:CurriculumSampler",
-    "prioritized": "training.sampling:PrioritizedSampler",
-    "warmup_then_hard": "training.sampling:WarmupThenHardSampler",
-})
+from training.registries import samplers
 
 DIFFICULTY_LADDER = ("easy", "medium", "hard", "expert")
 

@@ -7,7 +7,7 @@ import pytest
 
 from common.registry import UnknownEntry
 from common.knobs import ConfigError, parse_config
-from training.config import SAMPLING_STRATEGIES, RLConfig
+from training.config import RLConfig
 from training.sampling import (CurriculumSampler, PrioritizedSampler, UniformSampler, WarmupThenHardSampler,
                                difficulty_sort_key, hard_by_difficulty, hard_by_pass_rate, make_sampler, samplers)
 from training.types import PromptRecord
@@ -156,10 +156,6 @@ def test_make_sampler_builds_each_registered_strategy_from_records():
     assert np.allclose(prioritized.probabilities(1), np.array([0.5, 1.0, 0.0]) / 1.5)
     with pytest.raises(UnknownEntry, match="sampling strategy 'random'"):
         make_sampler("random", RECORDS, 5)
-
-
-def test_the_config_offers_exactly_the_registered_sampling_strategies():
-    assert sorted(SAMPLING_STRATEGIES) == samplers.names()
 
 
 # figure 9: labels ordered easy < medium < hard < expert -> the upper half (hard, expert) is hard
