@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.pages.compare_data import bucket_width, ema, parse_id_list
+from common.id_lists import parse_id_list
+from webapp.pages.compare_data import bucket_width, ema
 from webapp.pages.long2short_data import accuracy_per_1k_tokens, token_efficiency
 
 
@@ -43,6 +44,15 @@ def test_bucket_width_keeps_at_most_500_buckets(last_iteration, width, buckets):
 
 def test_parse_id_list_keeps_order_and_drops_repeats():
     assert parse_id_list("3, 1,3,, 2") == [3, 1, 2]
+
+
+def test_parse_id_list_takes_its_range_and_names_the_part_outside_it():
+    from common.id_lists import MAX_ID, NotAnId
+
+    assert parse_id_list("0, 4", minimum=0) == [0, 4] and parse_id_list(None) == []
+    with pytest.raises(NotAnId) as refused:
+        parse_id_list(f"1, {MAX_ID + 1}")
+    assert refused.value.part == str(MAX_ID + 1)
 
 
 @pytest.mark.parametrize("text", ["x", "1,-2", "0", "1.5"])

@@ -13,6 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 
+from common.id_lists import MAX_ID, NotAnId, parse_id_list
 from common.knobs import ConfigError, config_to_dict
 from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
@@ -232,7 +233,6 @@ class SampleResultViewSet(ReadOnlyScopedViewSet):
     filterset_class = SampleResultFilter
 
 
-MAX_ID = 2**63 - 1  # BigAutoField
 TABLE_SELECTORS = ("evaluations", "suite", "project")
 
 
@@ -253,13 +253,13 @@ class IdListField(serializers.CharField):
         return super().get_value(dictionary)
 
     def to_internal_value(self, data):
-        parts = [part.strip() for part in super().to_internal_value(data).split(",") if part.strip()]
-        if not parts:
+        try:
+            ids = parse_id_list(super().to_internal_value(data))
+        except NotAnId as error:
+            self.fail("not_an_id", value=error.part)
+        if not ids:
             self.fail("no_ids")
-        for part in parts:
-            if not (part.isascii() and part.isdigit() and 1 <= int(part) <= MAX_ID):
-                self.fail("not_an_id", value=part)
-        return list(dict.fromkeys(int(part) for part in parts))
+        return ids
 
 
 class BenchmarkTableQuerySerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from common.id_lists import NotAnId, parse_id_list
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.runs.models import Checkpoint, RLRun
@@ -55,11 +56,10 @@ def resolve_parent_checkpoint(variant: Long2ShortVariant) -> Checkpoint:
 
 def id_list(text: str | None, field: str) -> list[int]:
     """'3, 1,2' -> [3, 1, 2] (None or '' -> []); a part that is not a whole number >= 0 is refused naming the field."""
-    parts = [part.strip() for part in str(text or "").split(",") if part.strip()]
-    for part in parts:
-        if not (part.isascii() and part.isdigit()):
-            raise ValueError(f"{field}: '{part}' is not a whole number (give numbers separated by commas)")
-    return list(dict.fromkeys(int(part) for part in parts))
+    try:
+        return parse_id_list(text, minimum=0)
+    except NotAnId as error:
+        raise ValueError(f"{field}: '{error.part}' is not a whole number (give numbers separated by commas)") from None
 
 
 def merge_sources_error(checkpoint_ids: str | None, run_iterations: str | None) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from django import forms
 from django.db.models import Avg, Case, F, Func, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When, Window
 
+from common.id_lists import NotAnId, parse_id_list
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
@@ -58,18 +59,6 @@ def bucket_width(last_iteration: int, max_points: int = MAX_POINTS) -> int:
     return last_iteration // max_points + 1
 
 
-def parse_id_list(text: str) -> list[int]:
-    """'3, 1,3' -> [3, 1] (order kept, repeats dropped); ValueError naming the part that is not an id."""
-    ids = []
-    for part in (part.strip() for part in text.split(",")):
-        if not part:
-            continue
-        if not (part.isascii() and part.isdigit() and int(part) > 0):
-            raise ValueError(f"'{part}' is not an id: give positive whole numbers separated by commas")
-        ids.append(int(part))
-    return list(dict.fromkeys(ids))
-
-
 # ---------------------------------------------------------------- the query string
 
 
@@ -82,8 +71,8 @@ class IdListField(forms.Field):
         text = ",".join(value) if isinstance(value, (list, tuple)) else (value or "")
         try:
             ids = parse_id_list(text)
-        except ValueError as error:
-            raise forms.ValidationError(str(error)) from None
+        except NotAnId as error:
+            raise forms.ValidationError(f"{error}: give positive whole numbers separated by commas") from None
         if len(ids) > MAX_SELECTED:
             raise forms.ValidationError(f"choose at most {MAX_SELECTED}, not {len(ids)}")
         return ids
