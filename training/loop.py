@@ -15,7 +15,6 @@ from training.batch import build_policy_batch
 from training.collect import RolloutLimits, StreamKey, new_groups
 from training.iteration_rollouts import IterationRollouts, roll_out_iteration
 from training.config import RLConfig
-from training.hybrid.cycle import release_for_training, take_phase_seconds
 from training.rollout.base import SamplingSettings
 from training.rollout.repeats import RepeatLimits
 from training.group_rewards import ScoredGroups, sample_reports, score_groups
@@ -72,12 +71,12 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
         batch = build_policy_batch(rollouts.finished, session.tokenizer.pad_token_id, iteration,
                                    config.exclude_segments_older_than) if rollouts.finished else None
-        release_for_training(session.engine)  # hybrid engines: free rollout memory, onload the trainer
+        session.engine.release_for_training()  # hybrid engines: free rollout memory, onload the trainer
         training_started = time.perf_counter()
         update = session.trainer.update(batch, scored.rewards if scored is not None else None)
         update["train_seconds"] = time.perf_counter() - training_started
         session.engine.update_weights(session.model)
-    update |= take_phase_seconds(session.engine)  # hybrid engines: seconds of each switch phase
+    update |= session.engine.take_phase_seconds()  # hybrid engines: seconds of each switch phase
     update |= judge_counts(session)
     return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
 

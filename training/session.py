@@ -145,9 +145,7 @@ def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
                on_step=lambda step, loss: hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
                if step % report_every == 0 else None)
     distributed.broadcast_module(session.model)  # every rank warmed up alike; make the weights identical
-    reload = getattr(session.trainer, "reload_from_model", None)
-    if reload is not None:  # a trainer with weights of its own (megatron) takes the warmed-up ones
-        reload()
+    session.trainer.reload_from_model()  # a trainer with weights of its own (megatron) takes the warmed-up ones
     hooks.on_checkpoint(session.save(0))
 
 

@@ -13,6 +13,7 @@ import torch
 from training.batch import build_policy_batch
 from training.collect import RolloutLimits, StreamKey
 from training.iteration_rollouts import roll_out_iteration
+from training.rollout.base import SharedDeviceEngine
 from training.losses import log_z_baseline, mirror_descent_loss
 from training.rollout.base import FINISH_LENGTH, FINISH_STOP, Completion, SamplingSettings, request_limit
 from training.trajectories import Group, ReplayBuffer, Trajectory
@@ -21,7 +22,7 @@ EOS, FILLER, PROMPT_LENGTH = 0, 5, 3
 SHORT, LONG = 4, 40
 
 
-class ScriptedEngine:
+class ScriptedEngine(SharedDeviceEngine):
     """Responses of SHORT tokens (first token < 70) or LONG tokens (first token >= 70), ending in EOS."""
 
     def __init__(self):

@@ -57,14 +57,33 @@ class Completion:
 
 
 class RolloutEngine(Protocol):
+    """Everything the RL loop, evaluations and long2short ask of a rollout engine."""
+
     def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
         """For each request, its n completions, in order."""
 
     def update_weights(self, model) -> None:
         """Make the engine sample from `model`'s current weights."""
 
+    def release_for_training(self) -> None:
+        """Before an update: free the rollout memory the trainer needs (hybrid engines) or do nothing."""
+
+    def take_phase_seconds(self) -> dict[str, float]:
+        """Seconds of each switch phase since the last call, as iteration metrics ({} without phases)."""
+
     def close(self) -> None:
         """Release the engine's memory and processes."""
+
+
+class SharedDeviceEngine:
+    """The protocol's answers for an engine that shares the devices with the trainer: nothing to release,
+    no phases to time."""
+
+    def release_for_training(self) -> None:
+        return None
+
+    def take_phase_seconds(self) -> dict[str, float]:
+        return {}
 
 
 def request_seeds(request: RolloutRequest, index: int, settings: SamplingSettings) -> list[int | None]:

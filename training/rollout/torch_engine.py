@@ -15,8 +15,8 @@ import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, check_room,
-    request_limit, request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, SharedDeviceEngine,
+    check_room, request_limit, request_seeds,
 )
 from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
 from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
@@ -25,7 +25,7 @@ from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requ
 CPU_BATCH_SEQUENCES = 64
 
 
-class TorchRolloutEngine:
+class TorchRolloutEngine(SharedDeviceEngine):
     """Samples from the trainer's model object, or from a copy of it on `device` in `dtype` when those differ.
 
     Sharing the object makes a weight update free; a copy (a CPU-held trainer copy sampled on the GPU, or bf16

@@ -33,8 +33,8 @@ from typing import Sequence
 import torch
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, check_room,
-    request_limit, request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, SharedDeviceEngine,
+    check_room, request_limit, request_seeds,
 )
 from training.rollout.repeats import repeated_tail_start
 from training.rollout.vision import open_image
@@ -96,7 +96,7 @@ def _engine_dtype(model_dtype: torch.dtype, on_cpu: bool) -> str:
     return str(model_dtype).removeprefix("torch.")
 
 
-class VllmRolloutEngine:
+class VllmRolloutEngine(SharedDeviceEngine):
     """Samples from a vLLM copy of the policy; `update_weights` copies the trainer's weights into it."""
 
     def __init__(self, model_path: str, eos_id: int, *, model_dtype: torch.dtype = torch.float32,

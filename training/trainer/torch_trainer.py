@@ -71,6 +71,9 @@ class TorchTrainer:
         sequence, tokens = self.all_logprobs(batch)
         return sequence.view(batch.groups, batch.samples), tokens
 
+    def reload_from_model(self) -> None:
+        """Nothing to do: this trainer trains the Hugging Face model itself (megatron keeps weights of its own)."""
+
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch, from a freshly reset optimizer.
 
