@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
+from training.rollout.base import EngineSettings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -49,7 +49,7 @@ def hybrid_cycles(model, tokenizer, model_dir: str, release: str, cycles: int) -
 
     requests = [RolloutRequest(tuple(tokenizer("Problem: 1+2\nSolution:")["input_ids"]), n=4)]
     settings = SamplingSettings(max_new_tokens=32, temperature=1.0, seed=0)
-    engine = build(model, tokenizer, model_dir, SimpleNamespace(seed=0, hybrid_release=release))
+    engine = build(model, tokenizer, model_dir, EngineSettings(seed=0, hybrid_release=release))
     engine.take_phase_seconds()  # the first start is not a switch
     measured = []
     try:
@@ -67,7 +67,7 @@ def in_process_update_seconds(model, tokenizer, model_dir: str, repeats: int) ->
     """(median seconds of the in-process engine's weight update, gigabytes sent)."""
     from training.rollout.vllm_engine import build, weight_buckets
 
-    engine = build(model, tokenizer, model_dir, SimpleNamespace(seed=0))
+    engine = build(model, tokenizer, model_dir, EngineSettings(seed=0))
     try:
         dtype = engine.llm.llm_engine.model_config.dtype
         gigabytes = sum(t.numel() * t.element_size() for bucket in weight_buckets(model.state_dict(), dtype, 2**40)

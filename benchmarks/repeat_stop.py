@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--engines", default="torch,vllm")
     args = parser.parse_args()
-    from types import SimpleNamespace
+    from training.rollout.base import EngineSettings
 
     from training.models.loading import load_model, load_tokenizer
     from training.models.tiny import create_tiny_preset
@@ -58,7 +58,7 @@ def main() -> None:
             else:
                 from training.rollout.vllm_engine import build
 
-                engine = build(model, tokenizer, directory, config=SimpleNamespace(rollout_dtype="float32"))
+                engine = build(model, tokenizer, directory, EngineSettings(rollout_dtype="float32"))
             try:
                 tokens_free, seconds_free = measure(engine, requests, free)
                 tokens_stop, seconds_stop = measure(engine, requests, stopping)

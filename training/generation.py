@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
+from training.rollout.base import EngineSettings
 from typing import Any, Callable, Sequence
 
 from training.prompting import decode_response, prompt_ids
@@ -46,8 +46,8 @@ class ModelGenerator:
         self.model = load_model(model_path, dtype="bfloat16" if on_gpu else "float32")
         self.model.to("cuda" if on_gpu else "cpu").eval()
         self.sees_images = is_vision_language(self.model.config)  # a vision-language model
-        engine_config = SimpleNamespace(seed=seed, max_model_len=max_model_len or default_window(model_path))
-        self.engine = rollout_engines.get(rollout_engine)(self.model, self.tokenizer, model_path, engine_config)
+        settings = EngineSettings(seed=seed, max_model_len=max_model_len or default_window(model_path))
+        self.engine = rollout_engines.get(rollout_engine)(self.model, self.tokenizer, model_path, settings)
 
     def generate(self, prompts: Sequence[tuple[int, ...]], n: int, max_tokens: int, temperature: float,
                  top_p: float, seed: int,

@@ -23,7 +23,7 @@ policy_losses = Registry("policy loss", {
     "rest": "training.losses:rest_loss",
 })
 
-# Each entry: build(model, tokenizer, model_path, config, trainer=None) -> RolloutEngine. `trainer` matters to
+# Each entry: build(model, tokenizer, model_path, EngineSettings, trainer=None) -> RolloutEngine. `trainer` matters to
 # engines that take turns with it for the devices (vllm-hybrid offloads its memory); the others share them.
 rollout_engines = Registry("rollout engine", {
     "torch": "training.rollout.torch_engine:build",

@@ -23,6 +23,7 @@ from grading.cot_judge import CotJudge
 from grading.cot_judge.modes import RULE
 from training.rewards import CorrectnessRewards
 from training.rollout import rollout_engines
+from training.rollout.base import EngineSettings
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
 from training.tasks.arithmetic import warmup_traces
@@ -114,7 +115,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     )
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
-    session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path, config,
+    session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path,
+                                                                EngineSettings.of_run(config),
                                                                 trainer=trainer)
     return session
 

@@ -69,7 +69,7 @@ def test_a_repeating_model_stops_at_the_repeat_not_at_the_segment_end(tiny_model
 def test_vllm_stops_a_repeating_model_at_the_repeat_inside_its_decoding_loop(tiny_model_dir):
     """The same greedy loops on vLLM: its logits processor ends each response where the torch engine's check does."""
     import importlib.util
-    from types import SimpleNamespace
+    from training.rollout.base import EngineSettings
 
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm is not installed")
@@ -83,7 +83,7 @@ def test_vllm_stops_a_repeating_model_at_the_repeat_inside_its_decoding_loop(tin
     tokenizer, model = load_tokenizer(str(tiny_model_dir)), load_model(str(tiny_model_dir))
     requests = [RolloutRequest(prompt_ids(f"{digit}+{digit}", tokenizer)) for digit in range(4)]
     settings = SamplingSettings(128, temperature=0.0, stop_repeats=RepeatLimits())
-    engine = build(model, tokenizer, str(tiny_model_dir), config=SimpleNamespace(rollout_dtype="float32"))
+    engine = build(model, tokenizer, str(tiny_model_dir), EngineSettings(rollout_dtype="float32"))
     try:
         from_vllm = engine.generate(requests, settings)
         free = engine.generate(requests, SamplingSettings(128, temperature=0.0))

@@ -7,7 +7,7 @@ any two identical responses would mean two samples shared a stream.
 from __future__ import annotations
 
 import importlib.util
-from types import SimpleNamespace
+from training.rollout.base import EngineSettings
 
 import pytest
 import torch
@@ -47,7 +47,7 @@ def vllm_engine(tiny):
         pytest.skip(f"vllm does not import: {error}")
     from training.rollout.vllm_engine import build
 
-    engine = build(tiny[0], tiny[1], tiny[2], config=SimpleNamespace(rollout_dtype="float32"))
+    engine = build(tiny[0], tiny[1], tiny[2], EngineSettings(rollout_dtype="float32"))
     yield engine
     engine.close()
 

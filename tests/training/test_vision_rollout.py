@@ -9,7 +9,7 @@ import torch
 from PIL import Image
 
 from training.prompting import vision_prompt_ids
-from training.rollout.base import RolloutRequest, SamplingSettings
+from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
 from training.rollout.vision import expand_placeholders
 
 GREEDY = SamplingSettings(max_new_tokens=6, temperature=0.0)
@@ -44,7 +44,7 @@ def torch_engine(tiny_vl):
     from training.rollout.torch_engine import build
 
     model, tokenizer, directory = tiny_vl
-    return build(model, tokenizer, directory, config=None)
+    return build(model, tokenizer, directory, EngineSettings())
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_it_rejects_images_for_a_text_only_model(tiny_model_dir):
     from training.rollout.torch_engine import build
 
     directory = str(tiny_model_dir)
-    engine = build(load_model(directory), load_tokenizer(directory), directory, config=None)
+    engine = build(load_model(directory), load_tokenizer(directory), directory, EngineSettings())
     assert engine.vision is None
     with pytest.raises(ValueError, match="request 0 carries 1 image.*text-only model with no vision encoder"):
         engine.generate([RolloutRequest((1, 2, 3), images=(red_block(),))], GREEDY)
@@ -157,7 +157,7 @@ def test_vllm_refuses_a_vision_model_where_torchvision_does_not_import(tiny_vl):
     model, tokenizer, directory = tiny_vl
     with pytest.raises(VisionUnsupported, match=r"torchvision does not import .*image_processing_qwen2_vl.*torch "
                                                  r"rollout engine"):
-        build(model, tokenizer, directory, config=None)
+        build(model, tokenizer, directory, EngineSettings())
 
 
 @pytest.mark.slow
@@ -167,7 +167,7 @@ def test_vllm_generates_from_the_image_like_the_torch_engine(tiny_vl, torch_engi
     from training.rollout.vllm_engine import build
 
     model, tokenizer, directory = tiny_vl
-    engine = build(model, tokenizer, directory, config=None)
+    engine = build(model, tokenizer, directory, EngineSettings())
     try:
         requests = [RolloutRequest(question, images=(red_block(),)), RolloutRequest(question, images=(stripes(),))]
         from_vllm = engine.generate(requests, GREEDY)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-from types import SimpleNamespace
+from training.rollout.base import EngineSettings
 
 import pytest
 import torch
@@ -69,7 +69,7 @@ def engines(tiny):
 
     model, tokenizer, directory = tiny
     # float32 sampling, as the trainer's: on a GPU (the smoke run) vLLM would otherwise sample in 16 bits
-    vllm_engine = build(model, tokenizer, directory, config=SimpleNamespace(rollout_dtype="float32"))
+    vllm_engine = build(model, tokenizer, directory, EngineSettings(rollout_dtype="float32"))
     yield vllm_engine, TorchRolloutEngine(model, tokenizer)
     vllm_engine.close()
 

@@ -26,7 +26,7 @@ import torch
 
 from training.hybrid import memory
 from training.hybrid.process import ServerSettings, VllmProcess, VllmProcessDied
-from training.rollout.base import Completion, RolloutRequest, SamplingSettings
+from training.rollout.base import Completion, EngineSettings, RolloutRequest, SamplingSettings
 from training.rollout.vllm_engine import UPDATE_BUCKET_BYTES, vllm_dtype, weight_buckets
 
 logger = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class HybridRolloutEngine:
         self.weights_loaded = True
 
 
-def build(model, tokenizer, model_path: str, config, trainer=None) -> HybridRolloutEngine:
+def build(model, tokenizer, model_path: str, engine_settings: EngineSettings, trainer=None) -> HybridRolloutEngine:
     """A hybrid engine over the saved `model_path`, serving `model`'s current weights (the trainer offloaded).
 
     A `trainer` with offload_to_cpu()/onload() (megatron: its weights, gradients and optimizer live apart
@@ -193,11 +193,11 @@ def build(model, tokenizer, model_path: str, config, trainer=None) -> HybridRoll
     settings = ServerSettings(
         model_path=model_path, eos_id=tokenizer.eos_token_id,
         model_dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
-        seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
-        release=getattr(config, "hybrid_release", "restart"), vision=is_vision_language(model.config),
-        dtype=vllm_dtype(config),
+        seed=engine_settings.seed, max_model_len=engine_settings.max_model_len,
+        release=engine_settings.hybrid_release, vision=is_vision_language(model.config),
+        dtype=vllm_dtype(engine_settings),
     )
     engine = HybridRolloutEngine(settings, local_rank=context.local_rank if context.world_size > 1 else None,
-                                 sidecar_socket=getattr(config, "vllm_sidecar_socket", None), trainer=trainer)
+                                 sidecar_socket=engine_settings.vllm_sidecar_socket, trainer=trainer)
     engine.update_weights(model)
     return engine

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
+from training.rollout.base import EngineSettings
 from typing import Sequence
 
 from training.long2short.base import Long2ShortHooks, Long2ShortStopped
@@ -40,7 +40,7 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
         raise ValueError(f"samples_per_problem ({samples_per_problem}) and max_response_tokens "
                          f"({max_response_tokens}) must be at least 1")
     hooks = hooks or Long2ShortHooks()
-    engine = rollout_engines.get(rollout_engine)(model, tokenizer, model_path, SimpleNamespace(seed=seed))
+    engine = rollout_engines.get(rollout_engine)(model, tokenizer, model_path, EngineSettings(seed=seed))
     per_call = max(1, SEQUENCES_PER_CALL // samples_per_problem)
     judged: list[list[JudgedSample]] = []
     correctness = CorrectnessRewards()

@@ -56,6 +56,27 @@ class Completion:
     finish_reason: str
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """How a rollout engine is built (the run's knobs of the same names; evaluations set a few).
+
+    seed: the engine's own seed (vLLM); max_model_len: the context window (None = the model's own);
+    rollout_dtype: auto, float32, bfloat16 or float16; hybrid_release and vllm_sidecar_socket: vllm-hybrid only.
+    """
+
+    seed: int = 0
+    max_model_len: int | None = None
+    rollout_dtype: str = "auto"
+    hybrid_release: str = "restart"
+    vllm_sidecar_socket: str | None = None
+
+    @classmethod
+    def of_run(cls, config) -> EngineSettings:
+        """The engine settings of an RLConfig."""
+        return cls(seed=config.seed, max_model_len=config.max_model_len, rollout_dtype=config.rollout_dtype,
+                   hybrid_release=config.hybrid_release, vllm_sidecar_socket=config.vllm_sidecar_socket)
+
+
 class RolloutEngine(Protocol):
     """Everything the RL loop, evaluations and long2short ask of a rollout engine."""
 

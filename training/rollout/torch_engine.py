@@ -15,8 +15,8 @@ import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, SharedDeviceEngine,
-    check_room, request_limit, request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
+    SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
 from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
@@ -164,11 +164,11 @@ class TorchRolloutEngine(SharedDeviceEngine):
         return Completion(tuple(tokens), tuple(scores), FINISH_LENGTH)
 
 
-def build(model, tokenizer, model_path: str, config, trainer=None) -> TorchRolloutEngine:
+def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=None) -> TorchRolloutEngine:
     """An engine sampling on the GPU when there is one (a CPU-held trainer copy is copied there), in the
-    config's rollout_dtype; a vision-language model also gets its image processor from model_path."""
+    settings' rollout_dtype; a vision-language model also gets its image processor from model_path."""
     parameter = next(model.parameters())
     device = sampling_device(parameter.device)
-    dtype = sampling_dtype(getattr(config, "rollout_dtype", "auto"), device, parameter.dtype)
+    dtype = sampling_dtype(settings.rollout_dtype, device, parameter.dtype)
     return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
                               dtype=dtype)

@@ -33,8 +33,8 @@ from typing import Sequence
 import torch
 
 from training.rollout.base import (
-    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, RolloutRequest, SamplingSettings, SharedDeviceEngine,
-    check_room, request_limit, request_seeds,
+    FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
+    SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.repeats import repeated_tail_start
 from training.rollout.vision import open_image
@@ -83,10 +83,9 @@ def require_vision_support() -> None:
         ) from error
 
 
-def vllm_dtype(config) -> str | None:
-    """The config's rollout_dtype for vLLM (None: chosen from the trainer's dtype)."""
-    chosen = getattr(config, "rollout_dtype", "auto")
-    return None if chosen == "auto" else chosen
+def vllm_dtype(settings: EngineSettings) -> str | None:
+    """The settings' rollout_dtype for vLLM (None: chosen from the trainer's dtype)."""
+    return None if settings.rollout_dtype == "auto" else settings.rollout_dtype
 
 
 def _engine_dtype(model_dtype: torch.dtype, on_cpu: bool) -> str:
@@ -298,14 +297,14 @@ def weight_buckets(state_dict: dict[str, torch.Tensor], dtype: torch.dtype, buck
         yield bucket
 
 
-def build(model, tokenizer, model_path: str, config, trainer=None) -> VllmRolloutEngine:
+def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=None) -> VllmRolloutEngine:
     """An engine over the saved `model_path`, then serving `model`'s current (in-memory) weights."""
     from training.models.loading import is_vision_language
 
     engine = VllmRolloutEngine(
         model_path, tokenizer.eos_token_id, model_dtype=next(model.parameters()).dtype,
-        seed=getattr(config, "seed", 0), max_model_len=getattr(config, "max_model_len", None),
-        vision=is_vision_language(model.config), dtype=vllm_dtype(config),
+        seed=settings.seed, max_model_len=settings.max_model_len,
+        vision=is_vision_language(model.config), dtype=vllm_dtype(settings),
     )
     engine.update_weights(model)
     return engine
