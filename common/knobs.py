@@ -32,8 +32,15 @@ def knob(
     maximum: float | None = None,
     exclusive_minimum: float | None = None,
     choices: tuple[str, ...] | None = None,
+    test_only_choices: tuple[str, ...] = (),
+    deployment: bool = False,
 ) -> Any:
-    """A config field with its help text, form group and constraints."""
+    """A config field with its help text, form group and constraints.
+
+    test_only_choices: choices that exist for tests (never offered on the launch form outside them).
+    deployment: where the run executes rather than what it learns; kept off the launch form and out of
+    checkpoints.
+    """
     metadata = {
         "help": help,
         "group": group,
@@ -41,6 +48,8 @@ def knob(
         "maximum": maximum,
         "exclusive_minimum": exclusive_minimum,
         "choices": choices,
+        "test_only_choices": test_only_choices,
+        "deployment": deployment,
     }
     return dataclasses.field(default=default, metadata=metadata)
 
@@ -138,9 +147,14 @@ def parse_config(cls: type, data: Mapping[str, Any] | None) -> Any:
     return config
 
 
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """The resolved config as plain JSON-ready data (stored on rows and checkpoints)."""
-    return dataclasses.asdict(config)
+def config_to_dict(config: Any, deployment: bool = True) -> dict[str, Any]:
+    """The resolved config as plain JSON-ready data (stored on rows); deployment=False leaves out the
+    deployment knobs (what checkpoints store)."""
+    data = dataclasses.asdict(config)
+    if deployment:
+        return data
+    kept = {field.name for field in dataclasses.fields(config) if not field.metadata.get("deployment")}
+    return {name: value for name, value in data.items() if name in kept}
 
 
 def describe_knobs(cls: type) -> list[dict[str, Any]]:

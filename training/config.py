@@ -127,10 +127,10 @@ class RLConfig:
                                choices=HYBRID_RELEASE_MODES)
     vllm_sidecar_socket: str | None = knob(None, "vllm-hybrid only: Unix socket of a vLLM sidecar that starts the vLLM "
                                            "servers (empty = the worker's MIRRORLAB_VLLM_SIDECAR_SOCKET, or, without "
-                                           "one, the trainer starts them itself).", group="rollouts")
+                                           "one, the trainer starts them itself).", group="rollouts", deployment=True)
     trainer_backend: str = knob("torch", "Trainer: torch (one process, torchrun for several GPUs) or megatron. "
                                 "'noop-test' trains nothing and exists for plumbing tests.",
-                                group="optimization", choices=TRAINER_BACKENDS)
+                                group="optimization", choices=TRAINER_BACKENDS, test_only_choices=("noop-test",))
     tensor_parallel_size: int = knob(1, "megatron only: GPUs each layer's weights are split over (must divide the "
                                      "heads, key-value heads and ffn size).", group="optimization", minimum=1)
     pipeline_parallel_size: int = knob(1, "megatron only: pipeline stages the layers are split into (must divide "

@@ -62,7 +62,7 @@ class RunSession:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
                      **replay_buffer_state(rank_buffers)}
             report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
-                                     config_to_dict(self.config), state)
+                                     config_to_dict(self.config, deployment=False), state)
         distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
         return report
 

@@ -138,6 +138,8 @@ MODELS_DIR = DATA_DIR / "models"  # model presets created on first use (the `tin
 DATASETS_DIR = Path(envstr("MIRRORLAB_DATASETS_DIR", str(DATA_DIR / "datasets")))
 # Download a benchmark missing from DATASETS_DIR from the Hugging Face hub (machines with hub access).
 FETCH_MISSING_BENCHMARKS = envbool("MIRRORLAB_FETCH_BENCHMARKS", False)
+# The launch form offers test-only choices (the noop-test trainer) only to the test suite.
+OFFER_TEST_ONLY_CHOICES = False
 # Code sandbox for model-written programs: "forkserver" (fast, pre-forked) or "bwrap" (bubblewrap per run).
 SANDBOX_BACKEND = envstr("MIRRORLAB_SANDBOX_BACKEND", "forkserver")
 # vllm-hybrid: Unix socket of a vLLM sidecar that starts the vLLM servers (a Kubernetes GPU pod); empty = the

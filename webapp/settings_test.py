@@ -11,3 +11,5 @@ os.environ.setdefault("MIRRORLAB_DATA_DIR", os.path.join(tempfile.gettempdir(), 
 from webapp.settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+OFFER_TEST_ONLY_CHOICES = True  # the browser journey launches a noop-test run from the form

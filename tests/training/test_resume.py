@@ -66,3 +66,9 @@ def test_the_checkpoint_holds_weights_config_and_training_state(run_paths):
             "training_state.pt"} <= files
     assert checkpoint.iteration == 4
     assert set(checkpoint.state) >= {"iteration", "rng", "sampler", "replay_buffer"}
+    import json
+
+    from training.checkpoint import CONFIG_FILE
+
+    stored = json.loads((checkpoint.path / CONFIG_FILE).read_text())
+    assert "iterations" in stored and "vllm_sidecar_socket" not in stored  # deployment knobs stay with the worker

@@ -12,6 +12,9 @@ from webapp.runs.models import RLRun
 
 pytestmark = pytest.mark.django_db
 
+# What a researcher sets on the form: every knob but the deployment ones (the worker's, such as the sidecar socket).
+FORM_KNOBS = [knob for knob in describe_knobs(RLConfig) if not knob["deployment"]]
+
 # A value other than the default for every knob (all valid together).
 CHANGED = {
     "model": "/models/qwen-7b", "seed": 3, "warmup_sft_steps": 5, "warmup_sft_learning_rate": 2e-4,
@@ -50,21 +53,23 @@ def test_every_knob_has_a_field_in_its_groups_fieldset_with_default_and_help(cli
     form = response.context["form"]
     fieldsets = {title: [field.name for field in fields] for title, fields in form.knob_fieldsets()}
     content = response.content.decode()
-    for knob in describe_knobs(RLConfig):
+    for knob in FORM_KNOBS:
         title = RunLaunchForm.knob_group_titles.get(knob["group"], knob_label(knob["group"]))
         assert knob["name"] in fieldsets[title], knob["name"]
         field = form.fields[knob["name"]]
         assert (field.initial, field.help_text) == (knob["default"], knob["help"])
         assert f'<code>{knob["name"]}</code>' in content
     assert set(fieldsets) >= {"Model", "Data and sampling", "Optimization", "Length penalty", "Rollouts", "Evaluation"}
-    assert sum(len(names) for names in fieldsets.values()) == len(describe_knobs(RLConfig))
+    assert sum(len(names) for names in fieldsets.values()) == len(FORM_KNOBS)
+    assert "vllm_sidecar_socket" not in form.fields
     assert "Default: <code>0.1</code>" in content and "changed</span>" not in content
 
 
 def test_copy_prefills_every_knob_the_data_and_the_suite(client_for, bob, source_run):
     response = client_for(bob).get(reverse("run-launch"), {"copy": source_run.pk})
     form = response.context["form"]
-    assert {name: form[name].value() for name in source_run.config} == source_run.config
+    shown = {knob["name"] for knob in FORM_KNOBS}
+    assert {name: form[name].value() for name in shown} == {name: source_run.config[name] for name in shown}
     assert (form["name"].value(), form["description"].value()) == ("long-cot (copy)", "the baseline")
     assert (form["prompt_set"].value(), form["evaluation_suite"].value()) == \
         (source_run.prompt_set_id, source_run.evaluation_suite_id)
@@ -101,3 +106,13 @@ def test_run_page_offers_launch_a_copy(client_for, bob, source_run):
 def test_outsider_cannot_copy_a_run(client_for, charlie, source_run):
     response = client_for(charlie).get(reverse("run-launch"), {"copy": source_run.pk})
     assert response.context["form"] is None  # charlie has no project, and sees no run
+
+
+def test_the_test_only_trainer_is_offered_on_the_form_only_to_the_test_suite(client_for, alice, prompt_set, settings):
+    def offered() -> list[str]:
+        form = client_for(alice).get(reverse("run-launch")).context["form"]
+        return [value for value, _ in form.fields["trainer_backend"].choices]
+
+    assert offered() == ["torch", "megatron", "noop-test"]  # settings_test offers it to the browser journey
+    settings.OFFER_TEST_ONLY_CHOICES = False
+    assert offered() == ["torch", "megatron"]

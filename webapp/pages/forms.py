@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from common.knobs import ConfigError, config_to_dict, describe_knobs, parse_config
 from evaluation.datasets.prompt_import import PromptImportConfig
@@ -83,7 +84,12 @@ class KnobFormMixin:
     knob_group_order: tuple[str, ...] = ()  # groups shown first, in this order; the rest as they first appear
 
     def add_knob_fields(self) -> None:
-        self.knobs = describe_knobs(self.config_class)
+        """The knobs a researcher sets: not the deployment ones, and test-only choices only in tests."""
+        offer_test_choices = settings.OFFER_TEST_ONLY_CHOICES
+        self.knobs = [knob if offer_test_choices else
+                      {**knob, "choices": knob["choices"] and tuple(choice for choice in knob["choices"]
+                                                                      if choice not in knob["test_only_choices"])}
+                      for knob in describe_knobs(self.config_class) if not knob["deployment"]]
         self.config = None
         for knob in self.knobs:
             if knob["name"] in self.fields:
