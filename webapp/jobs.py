@@ -93,6 +93,16 @@ class Job(models.Model):
         """Append one timestamped line to the row's log in a single UPDATE."""
         cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped_line(line))))
 
+    @classmethod
+    def log_alive(cls, pk: int, line: str) -> None:
+        """A progress line from a running job: appended to the log with a heartbeat, in one UPDATE."""
+        cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped_line(line))), heartbeat_at=timezone.now())
+
+    @classmethod
+    def cancel_was_requested(cls, pk: int) -> bool:
+        """Whether a user asked the job to stop (the job checks between its steps)."""
+        return cls.objects.filter(pk=pk, cancel_requested=True).exists()
+
     def request_cancel(self) -> str:
         """Cancel a queued job at once, or ask a running one to stop between iterations."""
         model = type(self)

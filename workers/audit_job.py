@@ -41,11 +41,6 @@ def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkA
             audit=audit, audit_samples=len(outcome.samples), audit_disagreements=outcome.disagreements)
 
 
-def log_progress(audit: GraderAudit, line: str) -> None:
-    GraderAudit.append_log(audit.pk, line)
-    GraderAudit.heartbeat(audit.pk)
-
-
 def run_audit_job(audit: GraderAudit) -> None:
     """Grade each gradable benchmark's stored samples again; the others are skipped, with the reason."""
     grader = parse_config(AuditGrader, audit.grader)
@@ -53,8 +48,8 @@ def run_audit_job(audit: GraderAudit) -> None:
     results = list(BenchmarkResult.objects.filter(eval_run_id=audit.eval_run_id).order_by("benchmark"))
     context = EvalContext(
         "", Path(settings.DATASETS_DIR), rollout_engine=audit.eval_run.rollout_engine, seed=audit.eval_run.seed,
-        log=lambda line: log_progress(audit, line),
-        should_stop=lambda: GraderAudit.objects.filter(pk=audit.pk, cancel_requested=True).exists(),
+        log=lambda line: GraderAudit.log_alive(audit.pk, line),
+        should_stop=lambda: GraderAudit.cancel_was_requested(audit.pk),
         fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
     )
@@ -65,14 +60,15 @@ def run_audit_job(audit: GraderAudit) -> None:
                 None if result.benchmark in suite_settings else f"{result.benchmark} is no longer in the suite")
             if reason:
                 summary[result.benchmark] = {"skipped": reason}
-                log_progress(audit, f"{result.benchmark}: skipped: {reason}")
+                GraderAudit.log_alive(audit.pk, f"{result.benchmark}: skipped: {reason}")
                 continue
             outcome = audit_benchmark(suite_settings[result.benchmark], grader, stored_samples(result), context)
             store_audit(audit, result, outcome)
             summary[result.benchmark] = outcome.summary()
             GraderAudit.objects.filter(pk=audit.pk).update(summary=summary, progress=(position + 1) / len(results))
-            log_progress(audit, f"{result.benchmark}: {outcome.disagreements} of {len(outcome.samples)} samples "
-                                f"disagree, {outcome.judge_errors} judge errors")
+            GraderAudit.log_alive(audit.pk, f"{result.benchmark}: {outcome.disagreements} of "
+                                            f"{len(outcome.samples)} samples disagree, "
+                                            f"{outcome.judge_errors} judge errors")
     except EvaluationStopped:
         raise JobCancelled() from None
     finally:

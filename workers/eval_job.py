@@ -55,11 +55,6 @@ def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome) -> None:
         )
 
 
-def log_progress(eval_run: EvalRun, line: str) -> None:
-    EvalRun.append_log(eval_run.pk, line)
-    EvalRun.heartbeat(eval_run.pk)
-
-
 def run_eval_job(eval_run: EvalRun) -> None:
     """Evaluate each benchmark not yet stored (a re-queued run resumes after its last finished benchmark)."""
     benchmarks = parse_suite(eval_run.suite.benchmarks)
@@ -67,23 +62,23 @@ def run_eval_job(eval_run: EvalRun) -> None:
     done = set(BenchmarkResult.objects.filter(eval_run=eval_run).values_list("benchmark", flat=True))
     context = EvalContext(
         model_path(eval_run), Path(settings.DATASETS_DIR), rollout_engine=eval_run.rollout_engine,
-        seed=eval_run.seed, log=lambda line: log_progress(eval_run, line),
-        should_stop=lambda: EvalRun.objects.filter(pk=eval_run.pk, cancel_requested=True).exists(),
+        seed=eval_run.seed, log=lambda line: EvalRun.log_alive(eval_run.pk, line),
+        should_stop=lambda: EvalRun.cancel_was_requested(eval_run.pk),
         sandbox_backend=settings.SANDBOX_BACKEND, fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
     )
     try:
         for position, (entry, runner) in enumerate(runners):
             if entry.benchmark in done:
-                log_progress(eval_run, f"{entry.benchmark}: already stored, skipped")
+                EvalRun.log_alive(eval_run.pk, f"{entry.benchmark}: already stored, skipped")
                 continue
-            log_progress(eval_run, f"evaluating {entry.benchmark}")
+            EvalRun.log_alive(eval_run.pk, f"evaluating {entry.benchmark}")
             outcome = runner(entry, context)
             store_outcome(eval_run, outcome)
             EvalRun.objects.filter(pk=eval_run.pk).update(progress=(position + 1) / len(runners))
-            log_progress(eval_run, f"{entry.benchmark}: score {outcome.score.score:.3f} "
-                                   f"[{outcome.score.ci_low:.3f}, {outcome.score.ci_high:.3f}], "
-                                   f"mean {outcome.score.mean_response_tokens:.1f} tokens")
+            EvalRun.log_alive(eval_run.pk, f"{entry.benchmark}: score {outcome.score.score:.3f} "
+                                           f"[{outcome.score.ci_low:.3f}, {outcome.score.ci_high:.3f}], "
+                                           f"mean {outcome.score.mean_response_tokens:.1f} tokens")
     except EvaluationStopped:
         raise JobCancelled() from None
     finally:

@@ -32,7 +32,7 @@ def job_model(kind: str) -> type[Job]:
 
 def raise_if_cancelled(model: type[Job], pk: int) -> None:
     """Stop the job when its row asks for cancellation (checked between iterations)."""
-    if model.objects.filter(pk=pk, cancel_requested=True).exists():
+    if model.cancel_was_requested(pk):
         raise JobCancelled()
 
 

@@ -73,17 +73,13 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
 def variant_hooks(variant: Long2ShortVariant) -> Long2ShortHooks:
     """Log lines and progress go to the row (each one a heartbeat); a cancel request stops the method."""
 
-    def log(line: str) -> None:
-        Long2ShortVariant.append_log(variant.pk, line)
-        Long2ShortVariant.heartbeat(variant.pk)
-
     def progress(fraction: float) -> None:
         Long2ShortVariant.objects.filter(pk=variant.pk).update(progress=min(max(float(fraction), 0.0), 1.0))
         Long2ShortVariant.heartbeat(variant.pk)
 
     return Long2ShortHooks(
-        log=log, progress=progress,
-        should_stop=lambda: Long2ShortVariant.objects.filter(pk=variant.pk, cancel_requested=True).exists())
+        log=lambda line: Long2ShortVariant.log_alive(variant.pk, line), progress=progress,
+        should_stop=lambda: Long2ShortVariant.cancel_was_requested(variant.pk))
 
 
 # ---------------------------------------------------------------- storing the outcome

@@ -85,12 +85,6 @@ def evaluation_due(config: RLConfig, iteration: int) -> bool:
     return iteration == config.iterations or (every > 0 and iteration % every == 0)
 
 
-def log_progress(run: RLRun, line: str) -> None:
-    """A log line is also a sign of life (long phases such as the warm-up report through it)."""
-    RLRun.append_log(run.pk, line)
-    RLRun.heartbeat(run.pk)
-
-
 def run_config(run: RLRun) -> RLConfig:
     """The run's config plus this worker's deployment settings the engines need (the vLLM sidecar socket)."""
     config = parse_config(RLConfig, run.config)
@@ -106,8 +100,8 @@ def run_rl_job(run: RLRun) -> None:
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
-        log=lambda line: log_progress(run, line),
-        should_stop=lambda: RLRun.objects.filter(pk=run.pk, cancel_requested=True).exists(),
+        log=lambda line: RLRun.log_alive(run.pk, line),  # long phases such as the warm-up report through it
+        should_stop=lambda: RLRun.cancel_was_requested(run.pk),
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
         outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,

@@ -76,3 +76,14 @@ def test_the_terminal_status_and_its_log_line_arrive_together(run):
     assert not RLRun.finish(run.pk, JobStatus.FAILED, log_line="failed: late")  # no longer running: untouched
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED and "late" not in run.log
+
+
+def test_a_progress_line_is_a_heartbeat_and_a_cancel_request_is_seen(run):
+    stale = timezone.now() - timedelta(hours=1)
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, heartbeat_at=stale)
+    RLRun.log_alive(run.pk, "iteration 3 of 40")
+    run.refresh_from_db()
+    assert run.log.endswith("iteration 3 of 40\n") and run.heartbeat_at > stale
+    assert RLRun.cancel_was_requested(run.pk) is False
+    run.request_cancel()
+    assert RLRun.cancel_was_requested(run.pk) is True
