@@ -7,11 +7,14 @@ the rule could not decide (no answer extracted, a timeout, an answer that does n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from grading.cot_judge.judge import CotJudge, JudgeItem
 from grading.cot_judge.verdict import JudgeVerdict
-from grading.verifier import FLEXIBLE, MathVerifier, VerifierResult
+from grading.verifier.extraction import FLEXIBLE
+
+if TYPE_CHECKING:  # the verifier (mpmath, a process pool) loads only where a rule runs
+    from grading.verifier.checker import MathVerifier, VerifierResult
 
 RULE = "rule"
 JUDGE = "judge"
