@@ -98,16 +98,27 @@ def _coerce(value: Any, base: type) -> Any:
     raise TypeError(f"unsupported knob type {base!r}")
 
 
+def knob_range(meta: Mapping[str, Any]) -> str:
+    """The allowed range in words: 'at least 1 and at most 65536', 'greater than 0.0'."""
+    bounds = []
+    if meta["minimum"] is not None:
+        bounds.append(f"at least {meta['minimum']}")
+    if meta["exclusive_minimum"] is not None:
+        bounds.append(f"greater than {meta['exclusive_minimum']}")
+    if meta["maximum"] is not None:
+        bounds.append(f"at most {meta['maximum']}")
+    return " and ".join(bounds)
+
+
 def _check_constraints(value: Any, meta: Mapping[str, Any]) -> None:
     """Raise ValueError when a coerced value breaks the knob's constraints."""
     if meta["choices"] is not None and value not in meta["choices"]:
         raise ValueError(f"unknown value {value!r}; choose one of {', '.join(meta['choices'])}")
-    if meta["minimum"] is not None and value < meta["minimum"]:
-        raise ValueError(f"must be at least {meta['minimum']}")
-    if meta["exclusive_minimum"] is not None and value <= meta["exclusive_minimum"]:
-        raise ValueError(f"must be greater than {meta['exclusive_minimum']}")
-    if meta["maximum"] is not None and value > meta["maximum"]:
-        raise ValueError(f"must be at most {meta['maximum']}")
+    below = (meta["minimum"] is not None and value < meta["minimum"]) or (
+        meta["exclusive_minimum"] is not None and value <= meta["exclusive_minimum"])
+    above = meta["maximum"] is not None and value > meta["maximum"]
+    if below or above:
+        raise ValueError(f"must be {knob_range(meta)}, not {value!r}")
     if isinstance(value, str) and meta["choices"] is None and not value:
         raise ValueError("must not be empty")
 

@@ -181,7 +181,7 @@ def checkpoint_summary(output_dir: Path) -> str:
 def train(args: argparse.Namespace) -> int:
     """Parse the config, then run it; CliError for any mistake the user can fix."""
     from training.context_window import ContextWindowError, launch_context_errors
-    from training.models.loading import ModelUnavailable
+    from training.models.resolve import ModelUnavailable
     from training.resume_config import ResumeMismatch
 
     cli, config = parse_cli_config(args.config)

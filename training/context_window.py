@@ -12,13 +12,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from training.models.tiny import ARCHITECTURE, PRESET_NAME, READY_MARKER
-from training.models.tiny_vl import PRESET_NAME as VISION_PRESET_NAME
+from training.models.presets import PRESET_WINDOWS, READY_MARKER
 from training.prompting import INSTRUCTION, prompt_text
 
-# The presets' windows, known without creating them (tiny-vl's decoder has the tiny preset's shape).
-PRESET_WINDOWS = {PRESET_NAME: ARCHITECTURE["max_position_embeddings"],
-                  VISION_PRESET_NAME: ARCHITECTURE["max_position_embeddings"]}
 # Names Hugging Face configs give the longest sequence; where several are present the smallest counts (as vLLM).
 WINDOW_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "max_seq_length",
                "seq_length", "seq_len")
@@ -71,9 +67,9 @@ def folder_window(folder: str | Path) -> int | None:
 def model_folder(model: str, models_dir: str | Path | None = None) -> Path | None:
     """The local folder holding a model's files: a preset already created in models_dir, a local folder, or a
     hub id's snapshot in the local Hugging Face cache; None when there is none here (nothing is downloaded)."""
-    from training.models.loading import HUB_ID, PRESETS, looks_like_path
+    from training.models.resolve import HUB_ID, looks_like_path
 
-    if model in PRESETS:
+    if model in PRESET_WINDOWS:
         folder = Path(models_dir) / model if models_dir is not None else None
         return folder if folder is not None and (folder / READY_MARKER).exists() else None
     folder = Path(model).expanduser()
@@ -81,7 +77,7 @@ def model_folder(model: str, models_dir: str | Path | None = None) -> Path | Non
         return folder
     if looks_like_path(model) or not HUB_ID.fullmatch(model):
         return None
-    from training.models.loading import cached_hub_snapshot
+    from training.models.resolve import cached_hub_snapshot
 
     try:
         cached = cached_hub_snapshot(model)
@@ -97,16 +93,6 @@ def model_window(model: str, models_dir: str | Path | None = None) -> int | None
         return PRESET_WINDOWS[model]
     folder = model_folder(model, models_dir)
     return folder_window(folder) if folder is not None else None
-
-
-def loaded_model_window(model_path: str) -> int | None:
-    """The window of the model a worker is about to load (a folder, or a hub id transformers can fetch)."""
-    window = folder_window(model_path) if Path(model_path).is_dir() else None
-    if window is None:
-        from transformers import AutoConfig
-
-        window = config_window(AutoConfig.from_pretrained(model_path).to_dict())
-    return window
 
 
 def _knob(config: Any, name: str, default: Any = None) -> Any:
@@ -181,10 +167,11 @@ def check_context_window(config: Any, window: int | None, prompt_lengths: Mappin
         raise ContextWindowError(errors)
 
 
-def check_session_prompts(config: Any, model_path: str, prompts: Mapping[str, int]) -> None:
+def check_session_prompts(config: Any, window: int | None, prompts: Mapping[str, int]) -> None:
     """Worker side, at run start: every prompt's token count (by prompt id) plus max_response_tokens against the
-    window of the model about to be loaded; ContextWindowError before any warm-up or rollout."""
-    check_context_window(config, loaded_model_window(model_path), prompts, _knob(config, "model"))
+    window of the model about to be loaded (training.models.loading.loaded_model_window); ContextWindowError
+    before any warm-up or rollout."""
+    check_context_window(config, window, prompts, _knob(config, "model"))
 
 
 # --- prompt lengths without torch (the launch check) ---

@@ -16,7 +16,7 @@ from training.checkpoint import (
 )
 from training.config import RLConfig
 from training.context_window import check_session_prompts
-from training.models.loading import load_model, load_tokenizer, resolve_model_path
+from training.models.loading import load_model, load_tokenizer, loaded_model_window, resolve_model_path
 from training.prompting import prompt_ids
 from training.resume_config import check_resume
 from grading.cot_judge import CotJudge
@@ -96,7 +96,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     tokenizer = load_tokenizer(model_path)
     prompts = [prompt_ids(r.problem, tokenizer) for r in records]
     # every prompt plus max_response_tokens fits the model's context window, or a clear refusal before anything runs
-    check_session_prompts(config, model_path, {r.prompt_id: len(ids) for r, ids in zip(records, prompts)})
+    prompt_lengths = {record.prompt_id: len(ids) for record, ids in zip(records, prompts)}
+    check_session_prompts(config, loaded_model_window(model_path), prompt_lengths)
     trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
     sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations,
                            hard_problems_by=config.hard_problems_by,

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 from common.knobs import knob
 from common.prompt_files import ParsedPrompt, PromptFileError, parse_record
 
+MAX_IMPORT_ROWS = 1_000_000  # rows one import may read; the web app's prompts-per-set limit applies too
 MAPPED_FIELDS = ("problem", "answer", "test_cases", "image", "domain", "difficulty", "tags", "pass_rate")
 # Builders of datasets.load_dataset for a single local data file, by file suffix.
 LOCAL_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv",
@@ -43,7 +44,8 @@ class PromptImportConfig:
                                    "(empty = the default one).", group="dataset")
     split: str = knob("train", "Split to import (train, test, ...). A single local file is read as this split.",
                       group="dataset")
-    limit: int | None = knob(None, "Import only the first N rows (empty = all rows).", group="dataset", minimum=1)
+    limit: int | None = knob(None, "Import only the first N rows (empty = all rows).", group="dataset", minimum=1,
+                             maximum=MAX_IMPORT_ROWS)
     problem_column: str = column_knob("problem", "problem text", " (required)")
     answer_column: str | None = column_knob("answer", "reference answer", " (this or test cases is required)")
     test_cases_column: str | None = column_knob(None, "test cases", ": a list of {input, output} or a JSON string")

@@ -13,7 +13,7 @@ from common.prompt_files import PromptFileError, parse_prompt_file
 from training.checkpoint import CONFIG_FILE, STATE_FILE, checkpoint_dir
 from training.cli import main
 from training.config import RLConfig
-from training.models import loading
+from training.models import resolve
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +24,8 @@ def in_tmp(tmp_path, monkeypatch):
     def unreachable(name):
         raise ConnectionError("[Errno -2] Name or service not known")
 
-    monkeypatch.setattr(loading, "hub_model_info", unreachable)
-    monkeypatch.setattr(loading, "cached_hub_snapshot", lambda name: None)
+    monkeypatch.setattr(resolve, "hub_model_info", unreachable)
+    monkeypatch.setattr(resolve, "cached_hub_snapshot", lambda name: None)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     return tmp_path
 

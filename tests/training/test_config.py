@@ -72,3 +72,58 @@ def test_in_process_vllm_is_refused_for_several_training_processes():
         parse_config(RLConfig, {"rollout_engine": "vllm", "nproc_per_node": 2})
     assert set(error.value.errors) == {"rollout_engine"} and "use vllm-hybrid" in error.value.errors["rollout_engine"]
     assert parse_config(RLConfig, {"rollout_engine": "vllm-hybrid", "nproc_per_node": 2}).nproc_per_node == 2
+
+
+def test_the_sections_partition_the_run_config_in_form_order():
+    from training.config import SECTIONS
+
+    section_fields = [field.name for section in SECTIONS for field in dataclasses.fields(section)]
+    assert section_fields == [field.name for field in dataclasses.fields(RLConfig)]
+    for section in SECTIONS:
+        assert {field.metadata["group"] for field in dataclasses.fields(section)} == {section.section_name}
+    assert [section.section_name for section in SECTIONS] == [
+        "model", "data", "optimization", "length_penalty", "rollouts", "evaluation", "execution"]
+
+
+def test_a_section_comes_back_as_its_own_typed_object_with_the_runs_values():
+    from training.config import ExecutionSection, RolloutSection
+
+    config = parse_config(RLConfig, {"max_response_tokens": 64, "temperature": 0.7, "nproc_per_node": 2})
+    rollouts = config.section(RolloutSection)
+    assert type(rollouts) is RolloutSection
+    assert (rollouts.max_response_tokens, rollouts.temperature) == (64, 0.7)
+    assert config.section(ExecutionSection).nproc_per_node == 2
+    assert not hasattr(rollouts, "nproc_per_node")
+
+
+def test_a_sections_own_constraint_is_checked_through_the_run_config():
+    with pytest.raises(ConfigError) as error:
+        parse_config(RLConfig, {"nnodes": 2})
+    assert error.value.errors == {"rdzv_endpoint": "needed when nnodes > 1: host:port of the rendezvous every node "
+                                                    "joins"}
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("batch_size", 10**12, "must be at least 1 and at most 65536, not 1000000000000"),
+    ("nproc_per_node", 1000, "must be at least 1 and at most 64, not 1000"),
+    ("max_response_tokens", 10**9, "must be at least 1 and at most 1048576, not 1000000000"),
+    ("learning_rate", 1e308, "must be greater than 0.0 and at most 1.0, not 1e+308"),
+    ("seed", 2**70, f"must be at least 0 and at most {2**32 - 1}, not {2**70}"),
+    ("seed", 2**31, None),
+])
+def test_every_numeric_knob_has_a_range_named_with_the_value_when_refused(name, value, message):
+    if message is None:
+        assert getattr(parse_config(RLConfig, {name: value}), name) == value
+        return
+    with pytest.raises(ConfigError) as error:
+        parse_config(RLConfig, {name: value})
+    assert error.value.errors == {name: message}
+
+
+@pytest.mark.parametrize("config_class", [RLConfig, *LONG2SHORT_CONFIGS.values()])
+def test_every_numeric_knob_of_every_config_has_an_upper_bound(config_class):
+    from common.knobs import describe_knobs
+
+    unbounded = [knob["name"] for knob in describe_knobs(config_class)
+                 if knob["type"] in ("int", "float") and knob["maximum"] is None]
+    assert unbounded == []

@@ -15,7 +15,7 @@ from training import context_window as cw
 from training import session as session_module
 from training.cli import main
 from training.config import RLConfig
-from training.models import loading
+from training.models import loading, resolve
 from training.types import PromptRecord, TrainingHooks
 
 TOO_LONG = ("max_response_tokens (64) plus the longest prompt (2008 tokens, prompt p-17) exceeds the context window "
@@ -67,7 +67,7 @@ def test_the_preset_window_matches_the_created_model(tiny_model_dir):
 
 
 def test_a_hub_id_with_no_local_files_has_an_unknown_window(monkeypatch):
-    monkeypatch.setattr(loading, "cached_hub_snapshot", lambda name: None)
+    monkeypatch.setattr(resolve, "cached_hub_snapshot", lambda name: None)
     assert cw.model_window("some-org/some-model") is None
     assert cw.launch_context_errors(config(model="some-org/some-model", max_response_tokens=100000),
                                     {"1": "x"}, None) == {}
@@ -215,7 +215,7 @@ def test_start_session_accepts_a_run_that_fits(run_paths):
 def cli_folder(tmp_path, monkeypatch, tiny_model_dir):
     """A working folder with the tiny preset in models/ and the hub unreachable."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(loading, "cached_hub_snapshot", lambda name: None)
+    monkeypatch.setattr(resolve, "cached_hub_snapshot", lambda name: None)
     (tmp_path / "models").mkdir()
     shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
     lines = [{"problem": "What is 2+3?", "answer": "5"}, {"problem": long_problem(2008), "answer": "1"}]

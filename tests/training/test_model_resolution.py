@@ -8,8 +8,9 @@ import pytest
 from huggingface_hub import constants
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from training.models import loading
-from training.models.loading import ModelUnavailable, looks_like_path, resolve_model_path
+from training.models import resolve
+from training.models.loading import resolve_model_path
+from training.models.resolve import ModelUnavailable, looks_like_path
 
 
 @pytest.fixture
@@ -23,8 +24,8 @@ def hub(monkeypatch):
         if state["answer"] is not None:
             raise state["answer"]
 
-    monkeypatch.setattr(loading, "hub_model_info", model_info)
-    monkeypatch.setattr(loading, "cached_hub_snapshot", lambda name: state["cached"])
+    monkeypatch.setattr(resolve, "hub_model_info", model_info)
+    monkeypatch.setattr(resolve, "cached_hub_snapshot", lambda name: state["cached"])
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     state["asked"] = asked
     return state

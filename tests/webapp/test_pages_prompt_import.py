@@ -80,7 +80,7 @@ def test_import_accepts_test_cases_instead_of_an_answer(client_for, alice, proje
 @pytest.mark.parametrize("field, value, reason", [
     ("dataset_id", "", "This field is required."),
     ("problem_column", "", "This field is required."),
-    ("limit", "0", "must be at least 1"),
+    ("limit", "0", "must be at least 1 and at most 1000000, not 0"),
     ("split", "  ", "This field is required."),
 ])
 def test_import_refuses_a_bad_field_naming_it(client_for, alice, project, field, value, reason):
@@ -167,7 +167,7 @@ def test_api_import_refuses_a_bad_config_naming_each_field(api_for, alice, proje
             "config": {"dataset_id": "org/data", "answer_column": None, "limit": -1, "colour": "red"}}
     response = api_for(alice).post("/api/prompt-sets/import/", body, format="json")
     assert response.status_code == 400
-    assert response.data["config"] == {"colour": ["unknown setting"], "limit": ["must be at least 1"]}
+    assert response.data["config"] == {"colour": ["unknown setting"], "limit": ["must be at least 1 and at most 1000000, not -1"]}
     assert not PromptSetImport.objects.exists()
 
 

@@ -160,8 +160,8 @@ def test_launch_form_groups_knobs_with_defaults_and_help(client_for, alice, prom
     content = response.content.decode()
     form = response.context["form"]
     groups = [title for title, _ in form.knob_fieldsets()]
-    assert groups == ["Model", "Long-CoT warm-up", "Data and sampling", "Optimization", "Length penalty",
-                      "Rollouts", "Distributed", "Evaluation"]
+    assert groups == ["Model", "Data and sampling", "Optimization", "Length penalty", "Rollouts", "Evaluation",
+                      "Execution"]
     assert "<legend>Length penalty</legend>" in content
     assert 'name="tau" value="0.1"' in content
     assert "KL-regularisation strength tau" in content
@@ -203,7 +203,7 @@ def test_launch_creates_a_queued_run_with_the_resolved_config(client_for, bob, p
 def test_launch_refuses_negative_tau_naming_the_tau_field(client_for, alice, prompt_set):
     response = client_for(alice).post(reverse("run-launch"), launch_data(prompt_set, tau=-1))
     assert response.status_code == 200
-    assert response.context["form"].errors["tau"] == ["must be greater than 0.0"]
+    assert response.context["form"].errors["tau"] == ["must be greater than 0.0 and at most 1000.0, not -1.0"]
     assert b"must be greater than 0.0" in response.content
     assert not RLRun.objects.filter(name="launched").exists()
 

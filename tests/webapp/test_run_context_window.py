@@ -8,7 +8,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from training.models import loading
+from training.models import resolve
 from webapp.prompts.services import create_prompt_set_from_file
 from webapp.runs.models import RLRun
 
@@ -31,7 +31,7 @@ def models_dir(settings, tmp_path, tiny_model_dir, monkeypatch):
     folder.mkdir()
     (folder / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
     settings.MODELS_DIR = folder
-    monkeypatch.setattr(loading, "cached_hub_snapshot", lambda name: None)
+    monkeypatch.setattr(resolve, "cached_hub_snapshot", lambda name: None)
     return folder
 
 

@@ -1,23 +1,20 @@
-"""Resolve a model name to a local directory and load model, tokenizer and image processor from it."""
+"""Load model, tokenizer and image processor from a resolved model folder (training.models.resolve)."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
 from pathlib import Path
 
+from training.context_window import config_window, folder_window
+from training.models.resolve import ModelUnavailable, hub_model_source, looks_like_path
 from training.models.tiny import PRESET_NAME, create_tiny_preset
 from training.models.tiny_vl import PRESET_NAME as VISION_PRESET_NAME
 from training.models.tiny_vl import create_tiny_vl_preset
 
 PRESETS = {PRESET_NAME: create_tiny_preset, VISION_PRESET_NAME: create_tiny_vl_preset}
-HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # org/name
-HUB_CHECK_SECONDS = 10.0  # one request, no retries: a misspelled name fails in seconds, not after a minute of retries
 
-
-class ModelUnavailable(ValueError):
-    """A model name that is no preset, no local folder, and nothing the Hugging Face hub can provide."""
+__all__ = ["ModelUnavailable", "is_vision_language", "load_image_processor", "load_model", "load_tokenizer",
+           "loaded_model_window", "resolve_model_path"]
 
 
 def resolve_model_path(name: str, models_dir: Path) -> str:
@@ -39,71 +36,6 @@ def resolve_model_path(name: str, models_dir: Path) -> str:
     except LookupError as error:
         raise ModelUnavailable(f"model {name!r} is not a preset ({', '.join(PRESETS)}), not a local folder, and the "
                                f"Hugging Face hub could not provide it ({error})") from None
-
-
-def looks_like_path(name: str) -> bool:
-    """/x, ./x, ../x, ~x, or a path with a separator that is not a hub id's org/name."""
-    if name in (".", "..") or name.startswith(("/", "./", "../", "~")):
-        return True
-    return os.sep in name and not HUB_ID.fullmatch(name)
-
-
-def hub_model_source(name: str) -> str:
-    """The hub id itself when the hub has the model, else its cached snapshot folder; LookupError says why not.
-
-    Offline (HF_HUB_OFFLINE) only the local Hugging Face cache is consulted; online, one quick request
-    asks the hub, and an unreachable hub falls back to the cache.
-    """
-    from huggingface_hub import constants
-    from huggingface_hub.errors import HFValidationError, HfHubHTTPError, RepositoryNotFoundError
-    from huggingface_hub.utils import validate_repo_id
-
-    from common.hub_errors import unreachable_hub_errors
-
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        raise LookupError("not a valid hub id: expected org/name") from None
-    if constants.HF_HUB_OFFLINE:
-        cached = cached_hub_snapshot(name)
-        if cached is None:
-            raise LookupError("HF_HUB_OFFLINE is set and the model is not in the local Hugging Face cache")
-        return cached
-    try:
-        hub_model_info(name)
-    except RepositoryNotFoundError:
-        raise LookupError("no such model on the hub, or a private one: set HF_TOKEN") from None
-    except (HfHubHTTPError, *unreachable_hub_errors()) as error:
-        cached = cached_hub_snapshot(name)
-        if cached is None:
-            raise LookupError(f"hub unreachable: {short_reason(error)}") from None
-        return cached
-    return name
-
-
-def hub_model_info(name: str) -> None:
-    """The one request to the hub about a model (tests patch this name); raises when the hub cannot answer."""
-    from huggingface_hub import HfApi
-
-    HfApi().model_info(name, timeout=HUB_CHECK_SECONDS)
-
-
-def cached_hub_snapshot(name: str) -> str | None:
-    """The model's snapshot folder in the local Hugging Face cache, or None (read from disk only)."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    try:
-        folder = snapshot_download(name, local_files_only=True)
-    except (LocalEntryNotFoundError, OSError):
-        return None
-    return folder if (Path(folder) / "config.json").is_file() else None
-
-
-def short_reason(error: BaseException) -> str:
-    """The first line of an error, at most 160 characters, or its type when it says nothing."""
-    lines = str(error).strip().splitlines()
-    return lines[0][:160] if lines else type(error).__name__
 
 
 def is_vision_language(config) -> bool:
@@ -139,3 +71,13 @@ def load_image_processor(path: str):
     if importlib.util.find_spec("torchvision") is None:
         return AutoImageProcessor.from_pretrained(path, backend="pil")
     return AutoImageProcessor.from_pretrained(path)
+
+
+def loaded_model_window(model_path: str) -> int | None:
+    """The window of the model a worker is about to load (a folder, or a hub id transformers can fetch)."""
+    window = folder_window(model_path) if Path(model_path).is_dir() else None
+    if window is None:
+        from transformers import AutoConfig
+
+        window = config_window(AutoConfig.from_pretrained(model_path).to_dict())
+    return window

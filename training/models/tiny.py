@@ -14,15 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from training.models.presets import ARCHITECTURE, READY_MARKER, TINY
 from training.tasks.arithmetic import DIFFICULTY_LEVELS, generate, step_by_step
 
-PRESET_NAME = "tiny"
+PRESET_NAME = TINY
 VOCAB_SIZE = 512
 SPECIAL_TOKENS = {"pad": "<pad>", "bos": "<s>", "eos": "</s>", "unk": "<unk>"}
-ARCHITECTURE = dict(hidden_size=192, intermediate_size=512, num_hidden_layers=4, num_attention_heads=6,
-                    num_key_value_heads=2, max_position_embeddings=2048)
-# Marks a finished preset directory; written last, so a crash mid-creation leaves none.
-READY_MARKER = "mirrorlab-tiny-ready"
 
 
 def tokenizer_corpus(seed: int = 0) -> list[str]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from training.models.presets import TINY_VL
 from training.models.tiny import ARCHITECTURE, train_tokenizer, write_preset_once
 
-PRESET_NAME = "tiny-vl"
+PRESET_NAME = TINY_VL
+
 VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")
 VISION_ARCHITECTURE = dict(depth=2, embed_dim=64, num_heads=4, mlp_ratio=2, patch_size=14, temporal_patch_size=2,

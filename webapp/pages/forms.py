@@ -9,7 +9,7 @@ from django.conf import settings
 
 from common.knobs import ConfigError, config_to_dict, describe_knobs, parse_config
 from evaluation.datasets.prompt_import import PromptImportConfig
-from training.config import RLConfig
+from training.config import SECTIONS, RLConfig
 from webapp.evals.models import BenchmarkSuite
 from common.prompt_files import guess_format
 from webapp.prompts.models import PromptSet
@@ -121,9 +121,8 @@ class KnobFormMixin:
 
 class RunLaunchForm(KnobFormMixin, forms.Form):
     config_class = RLConfig
-    knob_group_order = ("model", "warmup", "data", "optimization", "length_penalty", "rollouts", "distributed",
-                        "evaluation")
-    knob_group_titles = {"warmup": "Long-CoT warm-up", "data": "Data and sampling"}
+    knob_group_order = tuple(section.section_name for section in SECTIONS)
+    knob_group_titles = {section.section_name: section.section_title for section in SECTIONS}
 
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

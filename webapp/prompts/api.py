@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import django_filters
-from django.db import transaction
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -20,7 +19,9 @@ from webapp.configs import resolve_config
 from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
 from webapp.projects.models import Project
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
-from webapp.prompts.services import add_prompts, launch_prompt_import, prompt_set_name_error
+from webapp.prompts.services import (
+    add_prompt, add_prompts, create_prompt_set, launch_prompt_import, prompt_set_name_error,
+)
 from webapp.runs.api import JOB_FIELDS
 
 
@@ -48,13 +49,9 @@ class PromptSetSerializer(ProjectScopedSerializer):
         upload = validated_data.pop("file", None)
         file_format = validated_data.pop("format", None)
         parsed = read_prompt_upload(upload, file_format) if upload else []
-        with transaction.atomic():
-            prompt_set = PromptSet.objects.create(created_by=self.context["request"].user,
-                                                  source=(validated_data.pop("source", "")
-                                                          or getattr(upload, "name", "")),
-                                                  **validated_data)
-            add_prompts(prompt_set, parsed)
-        return prompt_set
+        source = validated_data.pop("source", "") or getattr(upload, "name", "")
+        return create_prompt_set(prompts=parsed, user=self.context["request"].user, source=source,
+                                 **validated_data)
 
     def update(self, instance, validated_data):
         validated_data.pop("file", None)
@@ -109,8 +106,7 @@ class PromptSetViewSet(ScopedViewSet):
         serializer = UploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         parsed = read_prompt_upload(serializer.validated_data["file"], serializer.validated_data.get("format"))
-        with transaction.atomic():
-            added = add_prompts(prompt_set, parsed)
+        added = add_prompts(prompt_set, parsed)
         return Response({"imported": added, "prompt_count": prompt_set.prompts.count()},
                         status=status.HTTP_201_CREATED)
 
@@ -155,11 +151,7 @@ class PromptSerializer(StrictModelSerializer):
         return attrs
 
     def create(self, validated_data):
-        prompt_set = validated_data["prompt_set"]
-        with transaction.atomic():
-            last = prompt_set.prompts.select_for_update().order_by("-position").first()
-            validated_data["position"] = (last.position if last else 0) + 1
-            return super().create(validated_data)
+        return add_prompt(**validated_data)
 
 
 class PromptFilter(django_filters.FilterSet):

@@ -13,37 +13,56 @@ from webapp.celery import enqueue_job
 
 
 def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
-    """Append parsed prompts after the set's last position; returns how many were added."""
-    start = (prompt_set.prompts.aggregate(last=Max("position"))["last"] or 0) + 1
+    """Append parsed prompts after the set's last position, all or none; returns how many were added.
+
+    The set's row is locked first, so appends to one set at once (two uploads, an upload and a single
+    prompt) take turns and all land, each after the other's last position.
+    """
     rows = [
-        Prompt(
-            prompt_set=prompt_set, position=start + offset, problem=item.problem, image=item.image,
-            answer=item.answer, test_cases=item.test_cases, domain=item.domain, tags=list(item.tags),
-            difficulty=item.difficulty, pass_rate=item.pass_rate,
-        )
-        for offset, item in enumerate(prompts)
+        Prompt(problem=item.problem, image=item.image, answer=item.answer, test_cases=item.test_cases,
+               domain=item.domain, tags=list(item.tags), difficulty=item.difficulty, pass_rate=item.pass_rate)
+        for item in prompts
     ]
-    Prompt.objects.bulk_create(rows, batch_size=1000)
+    with transaction.atomic():
+        start = _lock_for_append(prompt_set)
+        for offset, row in enumerate(rows):
+            row.prompt_set, row.position = prompt_set, start + offset
+        Prompt.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
 
 
-def import_prompt_file(prompt_set: PromptSet, content: bytes, file_format: str) -> int:
-    """Parse the whole file first, then insert in one transaction: all lines or none."""
-    parsed = parse_prompt_file(content, file_format)
+def add_prompt(prompt_set: PromptSet, **fields) -> Prompt:
+    """One prompt appended at the set's end (the API's single-prompt create), in turn with other appends."""
     with transaction.atomic():
-        return add_prompts(prompt_set, parsed)
+        return Prompt.objects.create(prompt_set=prompt_set, position=_lock_for_append(prompt_set), **fields)
+
+
+def _lock_for_append(prompt_set: PromptSet) -> int:
+    """Lock the set's row until the transaction ends; the next free position."""
+    PromptSet.objects.select_for_update().filter(pk=prompt_set.pk).exists()
+    return (prompt_set.prompts.aggregate(last=Max("position"))["last"] or 0) + 1
+
+
+def import_prompt_file(prompt_set: PromptSet, content: bytes, file_format: str) -> int:
+    """Parse the whole file first, then append it: all lines or none."""
+    return add_prompts(prompt_set, parse_prompt_file(content, file_format))
+
+
+def create_prompt_set(project, name: str, prompts: Iterable[ParsedPrompt] = (), user=None, description: str = "",
+                      source: str = "") -> PromptSet:
+    """A new prompt set with its prompts; nothing is created if anything fails."""
+    with transaction.atomic():
+        prompt_set = PromptSet.objects.create(
+            project=project, name=name, description=description, source=source, created_by=user
+        )
+        add_prompts(prompt_set, prompts)
+    return prompt_set
 
 
 def create_prompt_set_from_file(project, name: str, content: bytes, file_format: str, user=None,
                                 description: str = "", source: str = "") -> PromptSet:
     """A new prompt set with the file's prompts; nothing is created if any line is bad."""
-    parsed = parse_prompt_file(content, file_format)
-    with transaction.atomic():
-        prompt_set = PromptSet.objects.create(
-            project=project, name=name, description=description, source=source, created_by=user
-        )
-        add_prompts(prompt_set, parsed)
-    return prompt_set
+    return create_prompt_set(project, name, parse_prompt_file(content, file_format), user, description, source)
 
 
 def pending_import_names(project) -> set[str]:
