@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from webapp.evals.tables import BenchmarkTable, table_to_csv, table_to_json, table_to_latex, table_to_markdown
+
+
+UNSAFE_FILE_NAME_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+FILE_NAME_LENGTH = 150
+
+
+def safe_file_name(name: str) -> str:
+    """A name a header cannot be broken out of: ASCII letters, digits, '.', '_' and '-' ('x"; y' -> 'x-y')."""
+    return UNSAFE_FILE_NAME_RUN.sub("-", name)[:FILE_NAME_LENGTH].strip(".-") or "benchmark-table"
 
 
 class TableRendererMixin:
@@ -14,7 +25,7 @@ class TableRendererMixin:
     disposition = "attachment"  # the browser saves the file
 
     def content_disposition(self, table: BenchmarkTable) -> str:
-        return f'{self.disposition}; filename="{table.name}.{self.extension}"'
+        return f'{self.disposition}; filename="{safe_file_name(table.name)}.{self.extension}"'
 
     @staticmethod
     def table_options(renderer_context) -> dict:

@@ -237,21 +237,41 @@ def _cell_json(cell: TableCell) -> dict:
 
 
 CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "extraction_policy", "audit_disagreement")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell starting so as a formula (OWASP)
 
 
 def table_to_csv(table: BenchmarkTable) -> str:
     """One header row ("evaluation", "model", then per benchmark "<benchmark> score|ci_low|ci_high|mean_tokens|
-    extraction_policy|audit_disagreement" (percent of audited samples)); empty = missing."""
+    extraction_policy|audit_disagreement" (percent of audited samples)); empty = missing.
+
+    Numbers are written bare, text quoted and spreadsheet-safe (csv_text).
+    """
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["evaluation", "model", *(f"{benchmark} {field}" for benchmark in table.columns
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    writer.writerow(["evaluation", "model", *(csv_text(f"{benchmark} {field}") for benchmark in table.columns
                                                for field in CSV_FIELDS)])
     for row in table.rows:
         values = []
         for cell in row.cells:
-            values += [""] * len(CSV_FIELDS) if cell is None else [_text(getattr(cell, field)) for field in CSV_FIELDS]
-        writer.writerow([row.evaluation_id, row.label, *values])
+            values += [""] * len(CSV_FIELDS) if cell is None else [_csv_value(getattr(cell, field))
+                                                                   for field in CSV_FIELDS]
+        writer.writerow([row.evaluation_id, csv_text(row.label), *values])
     return buffer.getvalue()
+
+
+def csv_text(text: str) -> str:
+    """Text a spreadsheet shows as typed: on one line, a formula start ("=1+1", " -2") behind a quote ("'=1+1")."""
+    one_line = " ".join(text.splitlines())  # a CR or LF splits the row in line-based readers, even when quoted
+    if text.startswith(FORMULA_STARTS) or one_line.lstrip().startswith(FORMULA_STARTS):
+        return "'" + one_line
+    return one_line
+
+
+def _csv_value(value: str | float | None) -> str | float:
+    """Our numbers stay numbers (a delta of -0.25 is no formula); text goes through csv_text; None is empty."""
+    if value is None:
+        return ""
+    return csv_text(value) if isinstance(value, str) else value
 
 
 def _text(value) -> str:
@@ -269,11 +289,11 @@ def _has_interval(cell: TableCell) -> bool:
 def table_to_markdown(table: BenchmarkTable, *, tokens: bool = False) -> str:
     """A pipe table: cells "77.5 [70.1, 84.2]" (score, 95% CI), the best in bold; tokens adds "<b> tokens" columns."""
     header = ["Model"]
-    for benchmark in table.columns:
+    for benchmark in map(markdown_escape, table.columns):
         header += [benchmark, f"{benchmark} tokens"] if tokens else [benchmark]
     lines = [_markdown_line(header), "|---|" + "---:|" * (len(header) - 1)]
     for row in table.rows:
-        values = [row.label]
+        values = [markdown_escape(row.label)]
         for cell in row.cells:
             values += [_markdown_score(cell), _tokens_text(cell)] if tokens else [_markdown_score(cell)]
         lines.append(_markdown_line(values))
@@ -288,13 +308,23 @@ def _markdown_score(cell: TableCell | None) -> str:
 
 
 def _markdown_line(values: Sequence[str]) -> str:
-    escaped = [" ".join(value.replace("|", "\\|").split()) for value in values]
-    return "| " + " | ".join(escaped) + " |"
+    return "| " + " | ".join(values) + " |"
+
+
+MARKDOWN_SPECIALS = frozenset("\\|*_`[]<>#~&")  # ~ strikes through and & starts an entity in GitHub's Markdown
+
+
+def markdown_escape(text: str) -> str:
+    """Text a pipe-table cell shows literally ("**x**" stays "**x**"): specials backslashed, whitespace one space."""
+    return "".join("\\" + character if character in MARKDOWN_SPECIALS else character
+                   for character in " ".join(text.split()))
 
 
 LATEX_SPECIALS = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
     "$": r"\$", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",  # pdflatex's default font prints ¡ ¿ —
+    "[": "{[}", "]": "{]}", "*": "{*}",  # a row starting "[" or "*" would be read as the row before's \\[gap] or \\*
 }
 
 
