@@ -4,33 +4,22 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from evaluation.benchmarks import ANSWER_JUDGES, BUILTIN_BENCHMARKS, BenchmarkSpec
+from evaluation.benchmarks import BUILTIN_BENCHMARKS, BenchmarkSpec
+from evaluation.benchmarks.judging import AnswerJudge, Pairs
 from evaluation.context import EvalContext
 from evaluation.datasets import BenchmarkProblem, require_images
 from training.generation import GeneratedResponse
 from grading.cot_judge import RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
-from grading.judgement import Judgement
-from evaluation.judges.code import judge_benchmark_programs
-from evaluation.judges.math import judge_equivalence, judge_integer
-from evaluation.judges.mathvista import judge_mathvista
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome
 from evaluation.scoring import score_benchmark
 from evaluation.suite_config import BenchmarkSettings
 from training.prompting import prompt_ids, vision_prompt_ids
 
-Pairs = Sequence[tuple[BenchmarkProblem, str]]
-# Judges of an extracted final answer: (pairs, context, extraction policy) -> RuleVerdicts. Their benchmarks
-# take a grader mode, so the CoT judge model can grade them too (evaluation.benchmarks.ANSWER_JUDGES).
+# The rules of the judges of an extracted final answer, by judge name: (pairs, context, extraction policy) ->
+# RuleVerdicts. Their benchmarks take a grader mode, so the CoT judge model can grade them too
+# (evaluation.benchmarks.ANSWER_JUDGES); each benchmark's judge is named in its module.
 ANSWER_RULES: dict[str, Callable[[Pairs, EvalContext, str], list[RuleVerdict]]] = {
-    "equivalence": lambda pairs, context, policy: judge_equivalence(pairs, context.verifier, policy),
-    "integer": lambda pairs, context, policy: judge_integer(pairs, policy),
-}
-# The other judges (a program run on tests, MathVista's options): rule only.
-JUDGES: dict[str, Callable[[Pairs, EvalContext], list[Judgement]]] = {
-    "code": lambda pairs, context: judge_benchmark_programs(pairs, context.code_judge),
-    "mathvista": lambda pairs, context: [judge_mathvista(problem, response) for problem, response in pairs],
-}
-assert set(ANSWER_RULES) == set(ANSWER_JUDGES), "evaluation.benchmarks.ANSWER_JUDGES names the answer rules"
+    spec.judge.name: spec.judge.rule for spec in BUILTIN_BENCHMARKS.values() if isinstance(spec.judge, AnswerJudge)}
 JUDGE_ERROR = "error"  # SampleOutcome.judge_verdict of a judge output whose verdict did not parse
 
 
@@ -69,20 +58,21 @@ def problem_images(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem]) ->
 
 def grade_pairs(spec: BenchmarkSpec, settings: BenchmarkSettings, pairs: Pairs, context: EvalContext) -> list[Grade]:
     """Grade (problem, response) pairs under the benchmark's grader mode and extraction policy, in order."""
-    if spec.judge not in ANSWER_RULES:
+    judge = spec.judge
+    if not isinstance(judge, AnswerJudge):  # a program run on tests, MathVista's options: rule only
         return [Grade(judgement.correct, RULE, rule=RuleVerdict(judgement.correct, True, judgement.extracted,
                                                                 judgement.detail))
-                for judgement in JUDGES[spec.judge](pairs, context)]
+                for judgement in judge.judge(pairs, context)]
     items = [JudgeItem(spec.question(problem), problem.answer, response) for problem, response in pairs]
     problem_of = {id(item): problem for item, (problem, _) in zip(items, pairs)}
 
     def rule(chosen: Sequence[JudgeItem]) -> list[RuleVerdict]:
         chosen_pairs = [(problem_of[id(item)], item.response) for item in chosen]
-        return ANSWER_RULES[spec.judge](chosen_pairs, context, settings.extraction_policy)
+        return judge.rule(chosen_pairs, context, settings.extraction_policy)
 
-    judge = (context.cot_judge(settings.judge_model, settings.judge_max_tokens)
-             if grader_mode_uses_judge(settings.grader_mode) else None)
-    return grade(items, settings.grader_mode, rule, judge)
+    cot_judge = (context.cot_judge(settings.judge_model, settings.judge_max_tokens)
+                 if grader_mode_uses_judge(settings.grader_mode) else None)
+    return grade(items, settings.grader_mode, rule, cot_judge)
 
 
 def judge_batch(spec: BenchmarkSpec, settings: BenchmarkSettings, problems: Sequence[BenchmarkProblem],
@@ -90,7 +80,7 @@ def judge_batch(spec: BenchmarkSpec, settings: BenchmarkSettings, problems: Sequ
     """Grade every response of a batch of problems; one list of samples per problem."""
     pairs = [(problem, response.text) for problem, samples in zip(problems, responses) for response in samples]
     grades = iter(grade_pairs(spec, settings, pairs, context))
-    policy = settings.extraction_policy if spec.judge in ANSWER_RULES else ""
+    policy = settings.extraction_policy if spec.grades_final_answers else ""
     return [[sample_outcome(problem, index, response, next(grades), policy) for index, response in enumerate(samples)]
             for problem, samples in zip(problems, responses)]
 
@@ -117,7 +107,7 @@ def sample_outcome(problem: BenchmarkProblem, index: int, response: GeneratedRes
 def grading_metadata(spec: BenchmarkSpec, settings: BenchmarkSettings, samples: Sequence[SampleOutcome]) -> dict:
     """How the benchmark was graded, for its result: the extraction policy and grader mode of answer benchmarks;
     with a judge, the judge model, the samples it judged and its errors (outputs with no valid verdict)."""
-    if spec.judge not in ANSWER_RULES:
+    if not spec.grades_final_answers:
         return {}
     metadata = {"extraction_policy": settings.extraction_policy, "grader_mode": settings.grader_mode}
     if grader_mode_uses_judge(settings.grader_mode):

@@ -6,23 +6,16 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from common.knobs import ConfigError, knob, parse_config
-from evaluation.benchmarks import grades_final_answers
+from evaluation.benchmarks import BUILTIN_BENCHMARKS, grades_final_answers
 from grading.cot_judge import GRADER_MODE_NAMES, RULE, grader_mode_uses_judge
 from grading.verifier import EXTRACTION_POLICIES, FLEXIBLE
+from training.config.limits import MAX_SAMPLES_PER_PROBLEM, MAX_TEMPERATURE, MAX_TOKENS
 
-# Built-in benchmarks; any lm-evaluation-harness task is named "lm-eval:<task>".
-BENCHMARKS = (
-    "aime24",
-    "aime25",
-    "amc23",
-    "math500",
-    "gsm8k",
-    "livecodebench",
-    "humaneval",
-    "mathvista",
-    "synthetic-arithmetic",
-)
+# Built-in benchmarks, in their registry's order; any lm-evaluation-harness task is named "lm-eval:<task>".
+BENCHMARKS: tuple[str, ...] = tuple(BUILTIN_BENCHMARKS)
 LM_EVAL_PREFIX = "lm-eval:"
+MAX_SUITE_BENCHMARKS = 100
+MAX_PROBLEMS = 1_000_000
 
 
 # The grading knobs, shared by a suite's benchmarks and by a grader audit's second grader (AuditGrader).
@@ -45,7 +38,7 @@ def judge_model_knob():
 
 def judge_max_tokens_knob():
     return knob(1024, "Longest judge reasoning, in tokens; a verdict cut off counts as a judge error.",
-                group="grading", minimum=1)
+                group="grading", minimum=1, maximum=MAX_TOKENS)
 
 
 def grading_errors(benchmark: str, extraction_policy: str, grader_mode: str, judge_model: str | None) -> dict[str, str]:
@@ -78,11 +71,13 @@ class BenchmarkSettings:
     """One benchmark of a suite and how it is sampled and scored."""
 
     benchmark: str = knob("math500", "Benchmark name, or lm-eval:<task> for any lm-evaluation-harness task.")
-    samples_per_problem: int = knob(1, "Samples per problem; Pass@1 is averaged over them.", minimum=1)
-    max_tokens: int = knob(1024, "Longest response, in tokens.", minimum=1)
-    temperature: float = knob(0.0, "Sampling temperature (0 = greedy).", minimum=0.0)
+    samples_per_problem: int = knob(1, "Samples per problem; Pass@1 is averaged over them.", minimum=1,
+                                    maximum=MAX_SAMPLES_PER_PROBLEM)
+    max_tokens: int = knob(1024, "Longest response, in tokens.", minimum=1, maximum=MAX_TOKENS)
+    temperature: float = knob(0.0, "Sampling temperature (0 = greedy).", minimum=0.0, maximum=MAX_TEMPERATURE)
     top_p: float = knob(1.0, "Nucleus sampling threshold.", exclusive_minimum=0.0, maximum=1.0)
-    limit: int | None = knob(None, "Evaluate only the first N problems (empty = all).", minimum=1)
+    limit: int | None = knob(None, "Evaluate only the first N problems (empty = all).", minimum=1,
+                             maximum=MAX_PROBLEMS)
     extraction_policy: str = extraction_policy_knob()
     grader_mode: str = grader_mode_knob()
     judge_model: str | None = judge_model_knob()
@@ -126,6 +121,9 @@ def parse_suite(entries: Sequence[Any]) -> list[BenchmarkSettings]:
     """Validate a suite's ordered benchmark list; errors are keyed "benchmarks[i].field"."""
     if not isinstance(entries, (list, tuple)) or not entries:
         raise ConfigError({"benchmarks": "must be a non-empty list of benchmarks"})
+    if len(entries) > MAX_SUITE_BENCHMARKS:
+        raise ConfigError({"benchmarks": f"lists {len(entries)} benchmarks; a suite holds at most "
+                                         f"{MAX_SUITE_BENCHMARKS}"})
     parsed, errors, seen = [], {}, set()
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):

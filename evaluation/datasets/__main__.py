@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from common.paths import datasets_dir_origin
+from evaluation.benchmarks import HUB_SOURCES, fetch_benchmark, local_status
 from evaluation.datasets import DatasetError, default_data_dir
-from evaluation.datasets.hub import HUB_SOURCES, fetch_benchmark, local_status
 
 
 def build_parser() -> argparse.ArgumentParser:

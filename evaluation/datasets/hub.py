@@ -1,10 +1,10 @@
 """Benchmark data from the Hugging Face hub, written in the local layout that the loaders read.
 
-Each benchmark has a hub source and a converter from hub records (dicts) to the files of the
-shared/datasets layout; the loaders then read those files, so there is one loading code path.
-fetch_benchmark is the single entry point to the hub (tests pass load_dataset, or patch
-hub_load_dataset). Files are written to a staging folder beside them, checked by the benchmark's
-loader, then renamed into place: a failure leaves no new or half-written file behind.
+A benchmark with files has a hub source (HubSource, named in its module of evaluation.benchmarks) and a
+converter from hub records (dicts) to the files of the shared/datasets layout; the loaders then read those
+files, so there is one loading code path. fetch_files is the single entry point to the hub (tests pass
+load_dataset, or patch hub_load_dataset). Files are written to a staging folder beside them, checked by the
+benchmark's loader, then renamed into place: a failure leaves no new or half-written file behind.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ import tempfile
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from common.hub_errors import unreachable_hub_errors
-from common.registry import UnknownEntry
-from evaluation.datasets import LOADERS
-from evaluation.datasets.problems import DatasetError, DatasetMissing, require_images
+from evaluation.datasets.problems import BenchmarkProblem, DatasetError, DatasetMissing, require_images
 
 # A converter turns hub records into (path relative to data_dir, file bytes) pairs.
 Converter = Callable[[Iterable[Mapping[str, Any]], str], Iterator[tuple[str, bytes]]]
@@ -50,6 +48,7 @@ class HubSource:
     config: str | None = None
     data_files: tuple[str, ...] = ()  # repo files read with the "json" builder (repos with a loading script)
     image_column: str | None = None  # an image column read undecoded, so JPEG bytes are kept as they are
+    images: str | None = None  # where the converter writes the images, relative to data_dir ("<folder>/<pid>.jpg")
     note: str = ""
 
     def load_arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -65,6 +64,16 @@ class HubSource:
             return f"{self.dataset_id} ({self.note})"
         parts = [f"config {self.config}"] if self.config else []
         return f"{self.dataset_id} ({', '.join([*parts, f'split {self.split}'])})"
+
+
+class FileBenchmark(Protocol):
+    """What fetching needs of a benchmark (evaluation.benchmarks.BenchmarkSpec): its name, hub source and loader."""
+
+    name: str
+    hub: HubSource
+
+    def read(self, data_dir: Path, limit: int | None = None) -> list[BenchmarkProblem]:
+        """The problems of the benchmark's files under data_dir."""
 
 
 def hub_field(record: Any, location: str, name: str, *alternatives: str) -> Any:
@@ -268,31 +277,6 @@ def convert_mathvista(records: Iterable[Mapping[str, Any]], dataset_id: str) -> 
     yield "mathvista/testmini.json", json.dumps(annotations, ensure_ascii=False, indent=4).encode("utf-8")
 
 
-HUB_SOURCES: dict[str, HubSource] = {
-    "aime24": HubSource("HuggingFaceH4/aime_2024", "train", ("aime24/test.jsonl",), convert_aime24),
-    "aime25": HubSource("math-ai/aime25", "test", ("aime25/aime25.jsonl",), convert_aime25),
-    "amc23": HubSource("math-ai/amc23", "test", ("amc23/test.jsonl",), convert_amc23),
-    "math500": HubSource("HuggingFaceH4/MATH-500", "test", ("math500/test.jsonl",), convert_math500),
-    "gsm8k": HubSource("openai/gsm8k", "test", ("gsm8k/test.jsonl",), convert_gsm8k, config="main"),
-    "livecodebench": HubSource(
-        "livecodebench/code_generation_lite", "train",
-        ("livecodebench/livecodebench_v5.jsonl", "livecodebench/livecodebench_public_tests.json"),
-        convert_livecodebench, data_files=LIVECODEBENCH_RELEASE_V5,
-        note="release_v5 files, 2024-08..2025-01, public tests"),
-    "humaneval": HubSource("openai/openai_humaneval", "test", ("humaneval/HumanEval.jsonl.gz",), convert_humaneval,
-                           config="openai_humaneval"),
-    "mathvista": HubSource("AI4Math/MathVista", "testmini", ("mathvista/testmini.json",), convert_mathvista,
-                           image_column="decoded_image", note="split testmini, with images"),
-}
-
-
-def hub_source(name: str) -> HubSource:
-    """The hub source of benchmark `name`; UnknownEntry lists the known ones."""
-    if name not in HUB_SOURCES:
-        raise UnknownEntry(f"unknown benchmark {name!r}; available: {', '.join(sorted(HUB_SOURCES))}")
-    return HUB_SOURCES[name]
-
-
 def hub_load_dataset(*args: Any, **kwargs: Any) -> Any:
     """datasets.load_dataset: the one call that reaches the hub (tests patch this name)."""
     import datasets
@@ -309,24 +293,24 @@ def hub_read_errors() -> tuple[type[BaseException], ...]:
     return (OSError, ValueError, DatasetsError)
 
 
-def local_fallback(name: str, data_dir: Path) -> str:
+def local_fallback(source: HubSource, data_dir: Path) -> str:
     """Where the user can put the benchmark's files instead of fetching them."""
-    files = ", ".join(str(data_dir / path) for path in hub_source(name).files)
-    images = f" and the images as {data_dir / 'mathvista' / 'images'}/<pid>.jpg" if name == "mathvista" else ""
+    files = ", ".join(str(data_dir / path) for path in source.files)
+    images = f" and the images as {data_dir / source.images}" if source.images else ""
     return (f"put its files in place instead: {files}{images} (the layout of shared/datasets), "
             f"or point MIRRORLAB_DATASETS_DIR at a folder that has them")
 
 
-def hub_records(name: str, data_dir: Path, load_dataset: Callable[..., Any]) -> Iterable[Mapping[str, Any]]:
+def hub_records(name: str, source: HubSource, data_dir: Path,
+                load_dataset: Callable[..., Any]) -> Iterable[Mapping[str, Any]]:
     """The benchmark's hub records; HubUnavailable names benchmark, hub id and the local files to fill."""
-    source = hub_source(name)
     args, kwargs = source.load_arguments()
     try:
         dataset = load_dataset(*args, **kwargs)
     except unreachable_hub_errors() as error:
         reason = str(error).rstrip(".")
         raise HubUnavailable(f"cannot fetch benchmark {name!r} from the Hugging Face hub, {source.describe()}: "
-                             f"{reason}. Without hub access, {local_fallback(name, data_dir)}.") from error
+                             f"{reason}. Without hub access, {local_fallback(source, data_dir)}.") from error
     except hub_read_errors() as error:  # reached the hub, but the dataset did not load (a bad split, a bad file)
         raise DatasetError(f"cannot read benchmark {name!r} from the Hugging Face hub, {source.describe()}: "
                            f"{type(error).__name__}: {error}") from error
@@ -367,15 +351,13 @@ def stage_files(files: Iterator[tuple[str, bytes]], staging: Path, data_dir: Pat
     return written
 
 
-def check_staged(name: str, staging: Path, dataset_id: str) -> None:
-    """Read the staged files with the benchmark's own loader, so nothing unreadable is installed."""
+def check_staged(benchmark: FileBenchmark, staging: Path) -> None:
+    """Read the staged files with the benchmark's own loader (images included), so nothing unreadable is installed."""
     try:
-        problems = LOADERS[name](staging)
-        if name == "mathvista":
-            require_images(problems)
+        require_images(benchmark.read(staging))  # no-op for problems without images
     except DatasetError as error:
-        raise DatasetError(f"{name}: the files converted from {dataset_id} do not load ({error}); "
-                           f"nothing was written") from error
+        raise DatasetError(f"{benchmark.name}: the files converted from {benchmark.hub.dataset_id} do not load "
+                           f"({error}); nothing was written") from error
 
 
 def move_into_place(relative_paths: list[Path], staging: Path, data_dir: Path) -> None:
@@ -402,38 +384,38 @@ def move_into_place(relative_paths: list[Path], staging: Path, data_dir: Path) -
         raise
 
 
-def fetch_benchmark(name: str, data_dir: Path, *, load_dataset: Callable[..., Any] | None = None,
-                    overwrite: bool = False) -> list[Path]:
-    """Download benchmark `name` from the hub into data_dir in the loader's layout; return the files written.
+def fetch_files(benchmark: FileBenchmark, data_dir: Path, *, load_dataset: Callable[..., Any] | None = None,
+                overwrite: bool = False) -> list[Path]:
+    """Download the benchmark from the hub into data_dir in its loader's layout; return the files written.
 
     load_dataset defaults to datasets.load_dataset. Existing files are refused unless overwrite.
     """
-    source = hub_source(name)
+    name, source = benchmark.name, benchmark.hub
     data_dir = Path(data_dir)
     if not overwrite:
         refuse_existing(data_dir, source.files, name)
-    records = hub_records(name, data_dir, load_dataset or hub_load_dataset)
+    records = hub_records(name, source, data_dir, load_dataset or hub_load_dataset)
     data_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".fetch-{name}-", dir=data_dir))  # same filesystem: atomic renames
     try:
         written = stage_files(source.convert(records, source.dataset_id), staging, data_dir, name, overwrite)
-        check_staged(name, staging, source.dataset_id)
+        check_staged(benchmark, staging)
         move_into_place(written, staging, data_dir)
     finally:
         shutil.rmtree(staging)
     return [data_dir / relative for relative in written]
 
 
-def local_status(name: str, data_dir: Path) -> str:
-    """"present", "missing: <files>", or for MathVista how many of its images are on disk."""
+def local_status(benchmark: FileBenchmark, data_dir: Path) -> str:
+    """"present", "missing: <files>", or for a benchmark with images how many of them are on disk."""
     data_dir = Path(data_dir)
-    missing = [path for path in hub_source(name).files if not (data_dir / path).is_file()]
+    missing = [path for path in benchmark.hub.files if not (data_dir / path).is_file()]
     if missing:
         return f"missing: {', '.join(missing)}"
-    if name != "mathvista":
+    if not benchmark.hub.images:
         return "present"
     try:
-        problems = LOADERS[name](data_dir)
+        problems = benchmark.read(data_dir)
     except DatasetError as error:
         return f"unreadable: {error}"
     with_images = sum(problem.image is not None for problem in problems)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from evaluation.benchmarks import LM_EVAL_TASKS, LmEvalTask
 from evaluation.datasets.files import require_file
 
 TASK_PREFIX = "mirrorlab_"
@@ -23,24 +24,8 @@ FILE_HEADER = ("# Written by `python -m evaluation.lm_eval_tasks write`; rewrite
                "# process_results names its metrics after the number of samples (repeats).\n")
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """One benchmark as an lm-eval task: where its file lies under the data dir and how it is scored."""
-
-    name: str
-    data_file: str  # relative to the data dir (the layout of shared/datasets)
-    process_docs: str  # function in utils.py: raw records -> {problem_id, problem, answer}
-    answer_kind: str  # "integer" (AIME: compared as integers) or "math" (grading.verifier equivalence)
-    description: str
-
-
-TASKS: dict[str, TaskSpec] = {spec.name: spec for spec in (
-    TaskSpec("mirrorlab_aime24", "aime24/test.jsonl", "process_aime24_docs", "integer", "AIME 2024 I+II, 30 problems"),
-    TaskSpec("mirrorlab_aime25", "aime25/aime25.jsonl", "process_aime25_docs", "integer",
-             "AIME 2025 I+II, 30 problems"),
-    TaskSpec("mirrorlab_amc23", "amc23/test.jsonl", "process_amc23_docs", "math", "AMC 2023, 40 problems"),
-    TaskSpec("mirrorlab_math500", "math500/test.jsonl", "process_math500_docs", "math", "MATH-500, 500 problems"),
-)}
+# Task name -> LmEvalTask: the benchmarks whose module names an lm-eval task (evaluation.benchmarks).
+TASKS: dict[str, LmEvalTask] = LM_EVAL_TASKS
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 
 from common.registry import UnknownEntry
+from evaluation.benchmarks import LOADERS, load_benchmark
 from evaluation.datasets import (
-    LOADERS,
     BenchmarkProblem,
     DatasetError,
     DatasetMissing,
     ImagesMissing,
     images_available,
     load_aime24,
-    load_benchmark,
     load_mathvista,
     require_images,
 )

@@ -15,22 +15,19 @@ import pytest
 from datasets import Dataset
 from PIL import Image
 
+from evaluation.benchmarks import HUB_SOURCES, LOADERS, fetch_benchmark, load_benchmark
 from evaluation.datasets import (
-    LOADERS,
     DatasetError,
     DatasetMissing,
     images_available,
-    load_benchmark,
     load_livecodebench,
     require_images,
 )
 from evaluation.datasets import __main__ as cli
 from evaluation.datasets import hub
 from evaluation.datasets.hub import (
-    HUB_SOURCES,
     BenchmarkFilesExist,
     HubUnavailable,
-    fetch_benchmark,
     livecodebench_prompt,
 )
 

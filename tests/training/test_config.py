@@ -108,8 +108,9 @@ def test_a_sections_own_constraint_is_checked_through_the_run_config():
     ("nproc_per_node", 1000, "must be at least 1 and at most 64, not 1000"),
     ("max_response_tokens", 10**9, "must be at least 1 and at most 1048576, not 1000000000"),
     ("learning_rate", 1e308, "must be greater than 0.0 and at most 1.0, not 1e+308"),
-    ("seed", 2**70, f"must be at least 0 and at most {2**32 - 1}, not {2**70}"),
-    ("seed", 2**31, None),
+    ("seed", 2**70, f"must be at least 0 and at most {2**31 - 1}, not {2**70}"),
+    ("seed", 2**31, f"must be at least 0 and at most {2**31 - 1}, not {2**31}"),
+    ("seed", 2**31 - 1, None),
 ])
 def test_every_numeric_knob_has_a_range_named_with_the_value_when_refused(name, value, message):
     if message is None:

@@ -167,7 +167,8 @@ def test_api_import_refuses_a_bad_config_naming_each_field(api_for, alice, proje
             "config": {"dataset_id": "org/data", "answer_column": None, "limit": -1, "colour": "red"}}
     response = api_for(alice).post("/api/prompt-sets/import/", body, format="json")
     assert response.status_code == 400
-    assert response.data["config"] == {"colour": ["unknown setting"], "limit": ["must be at least 1 and at most 1000000, not -1"]}
+    assert response.data["config"] == {"colour": ["unknown setting"],
+                                       "limit": ["must be at least 1 and at most 1000000, not -1"]}
     assert not PromptSetImport.objects.exists()
 
 

@@ -66,7 +66,8 @@ def test_suite_form_attaches_each_error_to_its_row_and_field(client_for, alice, 
     assert response.status_code == 200
     rows = response.context["formset"].forms
     assert rows[0].errors == {}
-    assert rows[1].errors == {"top_p": ["must be at most 1.0"], "max_tokens": ["must be at least 1"]}
+    assert rows[1].errors == {"top_p": ["must be greater than 0.0 and at most 1.0, not 1.5"],
+                              "max_tokens": ["must be at least 1 and at most 1048576, not 0"]}
     assert rows[2].errors["benchmark"][0].startswith("unknown benchmark 'mmlu-pro'; choose one of aime24")
     assert not BenchmarkSuite.objects.exists()
 

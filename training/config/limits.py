@@ -5,7 +5,7 @@ narrow enough that a typo (batch_size 10^12, a learning rate of 10^308) is refus
 instead of failing later on a worker.
 """
 
-MAX_SEED = 2**32 - 1  # numpy's seed range
+MAX_SEED = 2**31 - 1  # fits every integer column (an evaluation of a checkpoint stores the run seed)
 MAX_TOKENS = 1_048_576  # 1M tokens: eight times the report's 128k context
 MAX_STEPS = 1_000_000  # iterations, SFT steps, epochs, schedule lengths
 MAX_BATCH = 65_536  # problems per batch, sequences per step
