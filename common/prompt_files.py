@@ -45,6 +45,8 @@ def _text(record: dict, name: str) -> str:
         return str(value)  # numeric answers such as 204
     if not isinstance(value, str):
         raise ValueError(f"'{name}' must be text")
+    if "\x00" in value:
+        raise ValueError(f"'{name}' contains a NUL character, which cannot be stored")
     if name in MAX_TEXT and len(value) > MAX_TEXT[name]:
         raise ValueError(f"'{name}' is longer than {MAX_TEXT[name]} characters")
     return value.strip()

@@ -84,11 +84,23 @@ def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: 
     return CheckpointReport(iteration=iteration, path=final, size_bytes=size)
 
 
+def complete_checkpoint_dirs(output_dir: Path) -> list[Path]:
+    """A run's complete checkpoint folders (renamed into place, with their state), oldest first."""
+    folder = Path(output_dir) / "checkpoints"
+    return sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE_FILE).exists()
+                  and not p.name.endswith(".partial")) if folder.exists() else []
+
+
+def saved_checkpoints(output_dir: Path) -> list[CheckpointReport]:
+    """Every complete checkpoint on disk as the report its save gave (iteration from the folder name)."""
+    return [CheckpointReport(iteration=int(path.name.removeprefix(PREFIX)), path=path,
+                             size_bytes=sum(item.stat().st_size for item in path.rglob("*") if item.is_file()))
+            for path in complete_checkpoint_dirs(output_dir)]
+
+
 def latest_checkpoint(output_dir: Path) -> ResumeState | None:
     """The newest complete checkpoint of a run, or None."""
-    folder = Path(output_dir) / "checkpoints"
-    candidates = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE_FILE).exists()
-                        and not p.name.endswith(".partial")) if folder.exists() else []
+    candidates = complete_checkpoint_dirs(output_dir)
     if not candidates:
         return None
     path = candidates[-1]

@@ -6,6 +6,9 @@ and `output_dir` (checkpoints; a second run with the same folder resumes).
 Data parallel over N processes: `torchrun --nproc_per_node N -m training.cli config.yaml`
 (see training/distributed.py). A mistake the user can fix (the file, a key, the model, a resume
 with a changed config) is one line on stderr and exit code 2.
+The CLI runs on the researcher's own machine with their own file permissions, so `model`, `judge_model`,
+`prompts` and `output_dir` may name any local path: the web app's path roots (MIRRORLAB_MODEL_ROOTS,
+MIRRORLAB_IMPORT_ROOTS; common/path_rules.py) bind the web app and its workers only.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def folder_window(folder: str | Path) -> int | None:
 def model_folder(model: str, models_dir: str | Path | None = None) -> Path | None:
     """The local folder holding a model's files: a preset already created in models_dir, a local folder, or a
     hub id's snapshot in the local Hugging Face cache; None when there is none here (nothing is downloaded)."""
-    from training.models.resolve import HUB_ID, looks_like_path
+    from common.path_rules import HUB_ID, looks_like_path
 
     if model in PRESET_WINDOWS:
         folder = Path(models_dir) / model if models_dir is not None else None

@@ -1,10 +1,12 @@
 """The REST API router, the OpenAPI schema and token login."""
 
+from django.conf import settings
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
+from webapp.accounts.api import ObtainAuthTokenView
 from webapp.evals.api import (
     BenchmarkResultViewSet, BenchmarkSuiteViewSet, BenchmarkTableViewSet, EvalRunViewSet, SampleResultViewSet,
 )
@@ -12,6 +14,14 @@ from webapp.long2short.api import Long2ShortRecordViewSet, Long2ShortVariantView
 from webapp.projects.api import ProjectViewSet
 from webapp.prompts.api import PromptSetViewSet, PromptViewSet
 from webapp.runs.api import CheckpointViewSet, IterationMetricViewSet, RLRunViewSet, TrainingSampleViewSet
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI schema: for logged-in users, or anyone when settings.PUBLIC_API_SCHEMA."""
+
+    def get_permissions(self):
+        return [AllowAny() if settings.PUBLIC_API_SCHEMA else IsAuthenticated()]
+
 
 router = DefaultRouter()
 router.register("projects", ProjectViewSet)
@@ -30,7 +40,7 @@ router.register("variants", Long2ShortVariantViewSet)
 router.register("variant-records", Long2ShortRecordViewSet)
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("token/", obtain_auth_token, name="api-token"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
+    path("token/", ObtainAuthTokenView.as_view(), name="api-token"),
     path("", include(router.urls)),
 ]

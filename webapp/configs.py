@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from rest_framework import serializers
@@ -13,10 +14,20 @@ def resolve_config(cls: type, data: Mapping[str, Any] | None) -> dict[str, Any]:
     """Validated config with defaults filled in, or a DRF ValidationError keyed by knob."""
     if data is not None and not isinstance(data, Mapping):
         raise serializers.ValidationError("must be an object of settings")
+    if refused := deployment_knobs_given(cls, data or {}):
+        raise serializers.ValidationError({name: ["a deployment setting of the workers (their environment), not "
+                                                  "of a run"] for name in refused})
     try:
         return config_to_dict(parse_config(cls, data))
     except ConfigError as error:
         raise as_validation_error(error) from None
+
+
+def deployment_knobs_given(cls: type, data: Mapping[str, Any]) -> list[str]:
+    """Deployment knobs given a value: where a run executes is the workers' business (a user naming, say, a Unix
+    socket of the worker machine is refused)."""
+    return sorted(field.name for field in dataclasses.fields(cls)
+                  if field.metadata.get("deployment") and data.get(field.name) not in (None, ""))
 
 
 def as_validation_error(error: ConfigError) -> serializers.ValidationError:

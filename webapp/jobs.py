@@ -1,7 +1,24 @@
-"""The lifecycle every background job row shares: RL runs, evaluations, long2short variants.
+"""The lifecycle every background job row shares: RL runs, evaluations, long2short variants, grader audits,
+prompt-set imports.
 
-A job is queued, then claimed by exactly one worker with a conditional UPDATE,
-then ends succeeded, failed (with error and traceback) or cancelled.
+The state machine (every state has a way out; tests/workers/test_job_states.py walks each edge):
+
+    queued ---claim (a worker's task)----------------------------> running
+    queued ---cancel (user)--------------------------------------> cancelled
+    running --the job function returns (worker)------------------> succeeded
+    running --the job function raises (worker)-------------------> failed
+    running --cancel (user), seen between steps (worker)---------> cancelled
+    running --cancel (user) while the heartbeat is stale---------> cancelled at once
+    running --heartbeat stale, no cancel (periodic recovery)-----> queued, and its task sent again
+    running --heartbeat stale, cancel pending (periodic recovery)-> cancelled
+    failed, cancelled --resume (user; RL runs and variants)------> queued
+
+A worker claims a row with one conditional UPDATE (exactly one caller wins); while the job runs, a
+heartbeat thread stamps `heartbeat_at` every JOB_HEARTBEAT_SECONDS. Every worker runs the recovery
+(workers/recovery.py) when it starts and then every JOB_RECOVERY_INTERVAL_SECONDS: a running row whose
+heartbeat is older than JOB_STALE_AFTER_SECONDS belongs to a dead worker. A worker whose row was taken
+from it (re-queued, then claimed by another) stops at its next check and records nothing. `started_at`
+keeps the first start; every claim is logged.
 """
 
 from __future__ import annotations
@@ -11,7 +28,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F, Q, Value
-from django.db.models.functions import Concat
+from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
 
 
@@ -66,27 +83,57 @@ class Job(models.Model):
 
     @classmethod
     def claim(cls, pk: int, worker: str) -> bool:
-        """Move a claimable row to running; True for exactly one caller."""
+        """Move a claimable row to running; True for exactly one caller. The first start is kept."""
         now = timezone.now()
         claimed = cls.objects.filter(cls.claimable(), pk=pk).update(
-            status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker
+            status=JobStatus.RUNNING, started_at=Coalesce(F("started_at"), Value(now)), heartbeat_at=now,
+            worker=worker, log=Concat(F("log"), Value(stamped_line(f"started on {worker}"))),
         )
         return claimed == 1
 
     @classmethod
-    def heartbeat(cls, pk: int) -> None:
-        cls.objects.filter(pk=pk).update(heartbeat_at=timezone.now())
+    def heartbeat(cls, pk: int, worker: str | None = None) -> bool:
+        """Stamp a sign of life; with `worker`, only while the row is still that worker's running job
+        (False when it is not: recovery gave it to another worker, or it ended)."""
+        rows = cls.objects.filter(pk=pk)
+        if worker is not None:
+            rows = rows.filter(status=JobStatus.RUNNING, worker=worker)
+        return rows.update(heartbeat_at=timezone.now()) == 1
 
     @classmethod
-    def finish(cls, pk: int, status: str, error: str = "", traceback: str = "", log_line: str = "") -> bool:
+    def recover_stale(cls) -> list[int]:
+        """Running rows of dead workers (heartbeat older than JOB_STALE_AFTER_SECONDS): a pending cancel is
+        finished as cancelled, the others go back to queued. Returns the re-queued ids (their tasks must be
+        sent again). Each move is a conditional UPDATE, so workers recovering at once never double a row."""
+        requeued = []
+        stale = cls.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before())
+        for pk, worker, cancel in stale.values_list("pk", "worker", "cancel_requested"):
+            still_stale = cls.objects.filter(pk=pk, status=JobStatus.RUNNING, worker=worker,
+                                             heartbeat_at__lt=cls.stale_before())
+            lost = f"worker {worker or '(unknown)'} lost: no heartbeat for {settings.JOB_STALE_AFTER_SECONDS} s"
+            if cancel:
+                still_stale.update(status=JobStatus.CANCELLED, finished_at=timezone.now(),
+                                   log=Concat(F("log"), Value(stamped_line(f"{lost}; cancelled as requested"))))
+            elif still_stale.update(status=JobStatus.QUEUED, worker="",
+                                    log=Concat(F("log"), Value(stamped_line(f"{lost}; re-queued")))):
+                requeued.append(pk)
+        return requeued
+
+    @classmethod
+    def finish(cls, pk: int, status: str, error: str = "", traceback: str = "", log_line: str = "",
+               worker: str | None = None) -> bool:
         """Record a running job's terminal state (and its last log line, in the same UPDATE, so a reader that
-        sees the status also sees the line); False when it was not running."""
+        sees the status also sees the line); False when it was not running (with `worker`: not running
+        under that worker)."""
         fields = {"status": status, "finished_at": timezone.now(), "error": error, "traceback": traceback}
         if status == JobStatus.SUCCEEDED:
             fields["progress"] = 1.0
         if log_line:
             fields["log"] = Concat(F("log"), Value(stamped_line(log_line)))
-        return cls.objects.filter(pk=pk, status=JobStatus.RUNNING).update(**fields) == 1
+        rows = cls.objects.filter(pk=pk, status=JobStatus.RUNNING)
+        if worker is not None:
+            rows = rows.filter(worker=worker)
+        return rows.update(**fields) == 1
 
     @classmethod
     def append_log(cls, pk: int, line: str) -> None:
@@ -103,13 +150,29 @@ class Job(models.Model):
         """Whether a user asked the job to stop (the job checks between its steps)."""
         return cls.objects.filter(pk=pk, cancel_requested=True).exists()
 
+    def should_stop(self) -> bool:
+        """Checked by the job between its steps: a user asked to cancel, or this claim is no longer the row's
+        (recovery re-queued it and another worker took it over)."""
+        row = type(self).objects.filter(pk=self.pk).values_list("cancel_requested", "status", "worker").first()
+        if row is None:
+            return True
+        cancel, status, worker = row
+        return cancel or worker != self.worker or (self.status == JobStatus.RUNNING and status != JobStatus.RUNNING)
+
     def request_cancel(self) -> str:
-        """Cancel a queued job at once, or ask a running one to stop between iterations."""
+        """Cancel a queued job at once; ask a running one to stop between its steps, or cancel it at once
+        when its worker is gone (heartbeat stale)."""
         model = type(self)
+        now = timezone.now()
         with transaction.atomic():
             if model.objects.filter(pk=self.pk, status=JobStatus.QUEUED).update(
-                status=JobStatus.CANCELLED, cancel_requested=True, finished_at=timezone.now()
+                status=JobStatus.CANCELLED, cancel_requested=True, finished_at=now
             ):
+                outcome = "cancelled"
+            elif model.objects.filter(pk=self.pk, status=JobStatus.RUNNING, heartbeat_at__lt=model.stale_before()
+                                      ).update(status=JobStatus.CANCELLED, cancel_requested=True, finished_at=now,
+                                               log=Concat(F("log"), Value(stamped_line(
+                                                   "cancelled: its worker is gone (no heartbeat)")))):
                 outcome = "cancelled"
             elif model.objects.filter(pk=self.pk, status=JobStatus.RUNNING).update(cancel_requested=True):
                 outcome = "cancel requested"

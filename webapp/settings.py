@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import plotly
+from django.core.exceptions import ImproperlyConfigured
 
 from webapp.env import envbool, envint, envlist, envstr, parse_database_url
 
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webapp.limits.RequestSizeLimitMiddleware",  # first: an oversized body is refused before anything reads it
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -89,6 +91,7 @@ STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent
 WHITENOISE_USE_FINDERS = True
 MEDIA_URL = "media/"
 MEDIA_ROOT = DATA_DIR / "media"
+UPLOADS_DIR = DATA_DIR / "uploads"  # large prompt files, kept until a worker has imported them
 FILE_UPLOAD_MAX_MEMORY_SIZE = envint("FILE_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
 
@@ -102,7 +105,22 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "webapp.pagination.Pagination",
     "PAGE_SIZE": envint("API_PAGE_SIZE", 50),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "webapp.parsers.StrictJSONParser",  # NaN, Infinity, NUL and over-deep nesting refused naming where
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
+
+# Input limits, checked before any work (webapp/limits.py): a larger request body is refused with 413 before
+# it is read; a larger upload, problem or set with a 400 naming the field; uploads above
+# UPLOAD_IMPORT_IN_REQUEST_BYTES are imported by a background job, never inside the request.
+MAX_UPLOAD_BYTES = envint("MIRRORLAB_MAX_UPLOAD_BYTES", 100_000_000)
+MAX_REQUEST_BYTES = envint("MIRRORLAB_MAX_REQUEST_BYTES", MAX_UPLOAD_BYTES + 1_000_000)
+UPLOAD_IMPORT_IN_REQUEST_BYTES = envint("MIRRORLAB_UPLOAD_IMPORT_IN_REQUEST_BYTES", 2_000_000)
+MAX_PROMPT_CHARS = envint("MIRRORLAB_MAX_PROMPT_CHARS", 200_000)
+MAX_PROMPTS_PER_SET = envint("MIRRORLAB_MAX_PROMPTS_PER_SET", 1_000_000)
+MAX_JSON_DEPTH = envint("MIRRORLAB_MAX_JSON_DEPTH", 64)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Mirrorlab API",
     "DESCRIPTION": "Prompt sets, RL runs, benchmark suites, evaluations and long2short variants.",
@@ -130,8 +148,15 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 
-# A running job whose heartbeat is older than this is taken to belong to a dead worker and may be re-claimed.
-JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 900)
+# Job recovery (webapp/jobs.py has the state machine): a running job stamps a heartbeat every
+# JOB_HEARTBEAT_SECONDS; every worker looks for running jobs whose heartbeat is older than
+# JOB_STALE_AFTER_SECONDS (a dead worker's) when it starts and every JOB_RECOVERY_INTERVAL_SECONDS,
+# and re-queues them (or finishes them as cancelled when a cancel was pending).
+JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 10)
+JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 90)
+JOB_RECOVERY_INTERVAL_SECONDS = envint("JOB_RECOVERY_INTERVAL_SECONDS", 30)
+if JOB_STALE_AFTER_SECONDS < 3 * JOB_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("JOB_STALE_AFTER_SECONDS must be at least three heartbeats (JOB_HEARTBEAT_SECONDS)")
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS_DIR = DATA_DIR / "models"  # model presets created on first use (the `tiny` model)
@@ -147,9 +172,46 @@ SANDBOX_BACKEND = envstr("MIRRORLAB_SANDBOX_BACKEND", "forkserver")
 VLLM_SIDECAR_SOCKET = envstr("MIRRORLAB_VLLM_SIDECAR_SOCKET", "")
 LOG_DIR = DATA_DIR / "logs"
 
+# ---- Paths users may name (issue 17, "paths belong to projects"; the rule is common/path_rules.py, applied by
+# webapp/path_policy.py in the API, the forms and again on the workers). Comma-separated absolute folders.
+# MODEL_ROOTS: shared model folders that evaluations, RL runs and registered checkpoints may name by path
+# (default none: presets, hub ids, checkpoint ids and the project's own checkpoint folders only).
+MODEL_ROOTS = envlist("MIRRORLAB_MODEL_ROOTS", [])
+# IMPORT_ROOTS: folders whose files prompt-set imports may read (default none: hub dataset ids only).
+IMPORT_ROOTS = envlist("MIRRORLAB_IMPORT_ROOTS", [])
+# ---- end of the path roots
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
 }
+
+# --- Accounts and the API schema (issue 17 item 6) ---------------------------------------------------------------
+# Login throttling by django-axes: the login pages (/login/, /api/auth/login/, /admin/login/) and the token endpoint
+# (/api/token/) count failed logins per username and per client address, in the database (shared by every web
+# worker). LOGIN_FAILURE_LIMIT failures inside LOGIN_COOLOFF_MINUTES lock that username, and that address, out
+# until the window has passed: 429 with Retry-After (the page shows it as the form's error). `manage.py axes_reset`
+# (or `axes_reset_username <name>`, `axes_reset_ip <address>`) lifts a lockout at once.
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: it turns a flagged login into the lockout answer
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOGIN_FAILURE_LIMIT = envint("MIRRORLAB_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_COOLOFF_MINUTES = envint("MIRRORLAB_LOGIN_COOLOFF_MINUTES", 15)
+# Reverse proxies in front of the web server that append the client's address to X-Forwarded-For (an ingress: 1).
+# 0: the client's address is REMOTE_ADDR; behind a proxy that would put every user on the proxy's one address.
+LOGIN_TRUSTED_PROXIES = envint("MIRRORLAB_TRUSTED_PROXIES", 0)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = LOGIN_COOLOFF_MINUTES / 60  # a float: hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks the login out
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the window ends on time, whatever is tried during it
+AXES_LOCKOUT_CALLABLE = "webapp.accounts.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_ip_address"
+AXES_VERBOSE = False
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful login (scripts fetch tokens often); failures are still kept
+# The OpenAPI schema at /api/schema/ needs a login unless MIRRORLAB_PUBLIC_API_SCHEMA is true. Its operations
+# list the error answers too (webapp/api_schema.py): 400, 403, 404, and 409 where a row's state refuses a change.
+PUBLIC_API_SCHEMA = envbool("MIRRORLAB_PUBLIC_API_SCHEMA", False)
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "webapp.api_schema.AutoSchema"
+# --- end of accounts and the API schema ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from training.models.loading import resolve_model_path
 from webapp.evals.models import BenchmarkResult, GraderAudit, SampleResult
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
+from workers.path_checks import check_audit_paths
 
 SAMPLE_ROWS_PER_UPDATE = 1000
 
@@ -43,13 +44,14 @@ def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkA
 
 def run_audit_job(audit: GraderAudit) -> None:
     """Grade each gradable benchmark's stored samples again; the others are skipped, with the reason."""
+    check_audit_paths(audit)  # the path rule again: a queued job whose path is no longer allowed fails here
     grader = parse_config(AuditGrader, audit.grader)
     suite_settings = {entry.benchmark: entry for entry in parse_suite(audit.eval_run.suite.benchmarks)}
     results = list(BenchmarkResult.objects.filter(eval_run_id=audit.eval_run_id).order_by("benchmark"))
     context = EvalContext(
         "", Path(settings.DATASETS_DIR), rollout_engine=audit.eval_run.rollout_engine, seed=audit.eval_run.seed,
         log=lambda line: GraderAudit.log_alive(audit.pk, line),
-        should_stop=lambda: GraderAudit.cancel_was_requested(audit.pk),
+        should_stop=audit.should_stop,
         fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
     )

@@ -14,6 +14,7 @@ from evaluation.suite_config import parse_suite
 from training.models.loading import resolve_model_path
 from webapp.evals.models import BenchmarkResult, EvalRun, SampleResult
 from workers.jobs import JobCancelled
+from workers.path_checks import check_evaluation_paths
 
 SAMPLE_ROWS_PER_INSERT = 2000
 
@@ -57,13 +58,14 @@ def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome) -> None:
 
 def run_eval_job(eval_run: EvalRun) -> None:
     """Evaluate each benchmark not yet stored (a re-queued run resumes after its last finished benchmark)."""
+    check_evaluation_paths(eval_run)  # the path rule again: a queued job whose path is no longer allowed fails here
     benchmarks = parse_suite(eval_run.suite.benchmarks)
     runners = [(entry, runner_for(entry.benchmark)) for entry in benchmarks]  # unknown names fail before loading
     done = set(BenchmarkResult.objects.filter(eval_run=eval_run).values_list("benchmark", flat=True))
     context = EvalContext(
         model_path(eval_run), Path(settings.DATASETS_DIR), rollout_engine=eval_run.rollout_engine,
         seed=eval_run.seed, log=lambda line: EvalRun.log_alive(eval_run.pk, line),
-        should_stop=lambda: EvalRun.cancel_was_requested(eval_run.pk),
+        should_stop=eval_run.should_stop,
         sandbox_backend=settings.SANDBOX_BACKEND, fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
     )

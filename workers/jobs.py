@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import traceback
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from django.apps import apps
+from django.conf import settings
+from django.db import connection
 
 from webapp.jobs import Job, JobStatus
 
@@ -30,32 +34,61 @@ def job_model(kind: str) -> type[Job]:
     return apps.get_model(JOB_MODELS[kind])
 
 
-def raise_if_cancelled(model: type[Job], pk: int) -> None:
-    """Stop the job when its row asks for cancellation (checked between iterations)."""
-    if model.cancel_was_requested(pk):
+def raise_if_cancelled(row: Job) -> None:
+    """Stop the job when its row asks for cancellation or was taken over (checked between steps)."""
+    if row.should_stop():
         raise JobCancelled()
 
 
+@contextmanager
+def heartbeat_while_running(model: type[Job], pk: int, worker: str) -> Iterator[None]:
+    """Stamp the row's heartbeat every JOB_HEARTBEAT_SECONDS from a thread while the job runs, so the
+    periodic recovery tells a live worker from a dead one whatever the length of the job's steps."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.JOB_HEARTBEAT_SECONDS):
+                if not model.heartbeat(pk, worker):
+                    logger.warning("%s %s is no longer this worker's: heartbeat stopped", model.__name__, pk)
+                    return
+        finally:
+            connection.close()  # the thread's own database connection
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{model.__name__}-{pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def execute_job(kind: str, pk: int, body: Callable[[Job], None]) -> str:
-    """Claim row `pk`, run `body(row)`, and record succeeded, failed or cancelled; returns the outcome.
+    """Claim row `pk`, run `body(row)` with a heartbeat, and record succeeded, failed or cancelled; returns the
+    outcome ("taken over" when recovery gave the row to another worker meanwhile: nothing is recorded).
 
     Celery's Django fix-up closes stale database connections around every task.
     """
     model = job_model(kind)
-    if not model.claim(pk, worker_name()):
+    worker = worker_name()
+    if not model.claim(pk, worker):
         logger.info("%s %s was not claimed (already taken, finished or cancelled)", kind, pk)
         return "not claimed"
     row = model.objects.get(pk=pk)
-    model.append_log(pk, f"started on {worker_name()}")
     try:
-        body(row)
+        with heartbeat_while_running(model, pk, worker):
+            body(row)
     except JobCancelled:
-        model.finish(pk, JobStatus.CANCELLED, log_line="cancelled by request")
-        return JobStatus.CANCELLED
+        if model.finish(pk, JobStatus.CANCELLED, log_line="cancelled by request", worker=worker):
+            return JobStatus.CANCELLED
+        logger.warning("%s %s stopped: the row was taken over by another worker", kind, pk)
+        return "taken over"
     except Exception as error:  # the row records every failure, whatever its kind
         logger.exception("%s %s failed", kind, pk)
         model.finish(pk, JobStatus.FAILED, error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(),
-                     log_line=f"failed: {type(error).__name__}: {error}")
+                     log_line=f"failed: {type(error).__name__}: {error}", worker=worker)
         return JobStatus.FAILED
-    model.finish(pk, JobStatus.SUCCEEDED, log_line="succeeded")
+    if not model.finish(pk, JobStatus.SUCCEEDED, log_line="succeeded", worker=worker):
+        return "taken over"
     return JobStatus.SUCCEEDED

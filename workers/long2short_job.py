@@ -19,9 +19,11 @@ from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant, Record
 from webapp.long2short.parents import (
     ParentUnavailable, merge_checkpoints, pending_parent_run, resolve_parent_checkpoint, source_run,
 )
+from webapp.path_policy import variant_checkpoint_folder
 from webapp.runs.models import Checkpoint
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
+from workers.path_checks import check_variant_paths
 from workers.rl_job import prompt_records
 
 RECORD_ROWS_PER_INSERT = 2000
@@ -59,7 +61,7 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
     merged = []
     if variant.method == "merge":
         merged = merge_checkpoints(variant, config.other_checkpoint_ids, config.other_run_iterations)
-    output_dir = Path(settings.CHECKPOINT_DIR) / f"variant-{variant.pk}"
+    output_dir = variant_checkpoint_folder(variant.pk)
     output_dir.mkdir(parents=True, exist_ok=True)
     Long2ShortVariant.append_log(variant.pk, f"parent: {parent} ({parent.path}); prompts of run '{run.name}'"
                                  + "".join(f"; merged with {checkpoint} ({checkpoint.path})" for checkpoint in merged))
@@ -79,7 +81,7 @@ def variant_hooks(variant: Long2ShortVariant) -> Long2ShortHooks:
 
     return Long2ShortHooks(
         log=lambda line: Long2ShortVariant.log_alive(variant.pk, line), progress=progress,
-        should_stop=lambda: Long2ShortVariant.cancel_was_requested(variant.pk))
+        should_stop=variant.should_stop)
 
 
 # ---------------------------------------------------------------- storing the outcome
@@ -155,6 +157,7 @@ def metrics_line(metrics: dict[str, float]) -> str:
 
 def run_long2short_job(variant: Long2ShortVariant) -> None:
     """Apply the variant's method to its parent; raise JobCancelled when it stopped on request."""
+    check_variant_paths(variant)  # the path rule again: a queued job whose path is no longer allowed fails here
     config = parse_config(LONG2SHORT_CONFIGS[variant.method], variant.parameters)
     method = long2short_methods.get(variant.method)
     job = build_job(variant, config)

@@ -1,28 +1,54 @@
-"""Re-queue jobs abandoned by a dead worker, so a crash loses no run."""
+"""Recovery of jobs abandoned by a dead worker, run by every worker when it starts and then periodically.
+
+A dead worker's running job stops stamping its heartbeat; after JOB_STALE_AFTER_SECONDS the next pass of
+any worker re-queues it (its task sent again, resumed from its last checkpoint) or, with a cancel
+pending, finishes it as cancelled. Passes are safe to run on many workers at once: each move is a
+conditional UPDATE (webapp/jobs.py, Job.recover_stale).
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+
+from django.db import connection
 
 from webapp.celery import enqueue_job
-from webapp.jobs import JobStatus
 from workers.jobs import JOB_MODELS, job_model
 
 logger = logging.getLogger(__name__)
 
 
 def requeue_abandoned_jobs() -> list[tuple[str, int]]:
-    """Send a task for every running row whose heartbeat went stale; returns (kind, id) pairs."""
+    """One recovery pass over every job kind; returns the (kind, id) pairs whose tasks were sent again."""
     requeued = []
     for kind in JOB_MODELS:
-        model = job_model(kind)
-        stale = model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=model.stale_before(),
-                                     cancel_requested=False)
-        for pk in stale.values_list("pk", flat=True):
-            model.append_log(pk, "worker lost: re-queued")
+        for pk in job_model(kind).recover_stale():
             enqueue_job(kind, pk)
             requeued.append((kind, pk))
     if requeued:
         logger.warning("re-queued abandoned jobs: %s", requeued)
     return requeued
 
+
+def start_periodic_recovery(interval_seconds: float) -> threading.Event:
+    """A daemon thread of this worker process that runs a recovery pass now and every interval; set the
+    returned event to stop it."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        try:
+            while True:
+                try:
+                    requeue_abandoned_jobs()
+                except Exception:  # a database or broker hiccup: log it and try again at the next pass
+                    logger.exception("job recovery pass failed")
+                finally:
+                    connection.close()
+                if stop.wait(interval_seconds):
+                    return
+        finally:
+            connection.close()
+
+    threading.Thread(target=loop, name="job-recovery", daemon=True).start()
+    return stop

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -16,8 +18,10 @@ from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
+from workers.path_checks import check_run_paths
 from workers.rl_node_job import request_node_joins
 from workers.rl_run_paths import run_paths, torchrun_run_key
+from training.checkpoint import saved_checkpoints
 from training.torchrun.launcher import needs_torchrun, run_under_torchrun
 
 
@@ -93,15 +97,36 @@ def run_config(run: RLRun) -> RLConfig:
     return config
 
 
+def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> None:
+    """Before a run (re)starts, make its checkpoints on disk agree with its rows, for a worker that died between
+    writing a checkpoint or an iteration and recording it: a checkpoint newer than the last recorded iteration is
+    set aside (renamed `.partial`, which resuming ignores and the next save of that iteration replaces), so the
+    run redoes those iterations and records them (an exact resume reproduces them); an older checkpoint without
+    its row is recorded."""
+    recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
+    recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
+    for report in saved_checkpoints(output_dir):
+        if report.iteration > recorded_iteration:
+            aside = report.path.with_name(report.path.name + ".partial")
+            shutil.rmtree(aside, ignore_errors=True)  # a save that crashed midway left its staging folder
+            report.path.rename(aside)
+            RLRun.append_log(run.pk, f"checkpoint of iteration {report.iteration} set aside: its iteration was "
+                                     "not recorded, so it is done again")
+        elif report.iteration not in recorded:
+            record_checkpoint(run, config, report)
+
+
 def run_rl_job(run: RLRun) -> None:
     """Train the run; raise JobCancelled when it stopped on request."""
+    check_run_paths(run)  # the path rule again: a queued job whose path is no longer allowed fails here
     config = run_config(run)
+    reconcile_checkpoints(run, config, run_paths(run).output_dir)
     backend = trainer_backends.get(config.trainer_backend)
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
         log=lambda line: RLRun.log_alive(run.pk, line),  # long phases such as the warm-up report through it
-        should_stop=lambda: RLRun.cancel_was_requested(run.pk),
+        should_stop=run.should_stop,
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
         outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,

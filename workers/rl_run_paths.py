@@ -8,11 +8,12 @@ from pathlib import Path
 from django.conf import settings
 
 from training.types import RunPaths
+from webapp.path_policy import run_checkpoint_folder
 from webapp.runs.models import RLRun
 
 
 def run_paths(run: RLRun) -> RunPaths:
-    output_dir = Path(settings.CHECKPOINT_DIR) / f"run-{run.pk}"
+    output_dir = run_checkpoint_folder(run.pk)
     output_dir.mkdir(parents=True, exist_ok=True)
     return RunPaths(output_dir=output_dir, models_dir=Path(settings.MODELS_DIR))
 

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 
 from webapp.celery import app
 
 
 @worker_ready.connect
-def _requeue_abandoned_jobs(**_kwargs) -> None:
-    """A starting worker re-queues jobs whose worker died (their heartbeat went stale)."""
-    from workers.recovery import requeue_abandoned_jobs
+def _recover_abandoned_jobs(**_kwargs) -> None:
+    """Every worker re-queues jobs whose worker died (heartbeat stale) when it starts and then periodically."""
+    from django.conf import settings
 
-    requeue_abandoned_jobs()
+    from workers.recovery import start_periodic_recovery
+
+    start_periodic_recovery(settings.JOB_RECOVERY_INTERVAL_SECONDS)
+
+
+@worker_process_init.connect
+def _die_with_the_worker(**_kwargs) -> None:
+    """A pool process (prefork) is killed when its worker's main process dies, even by SIGKILL."""
+    from common.processes import die_with_parent
+
+    die_with_parent()
 
 
 @app.task(name="mirrorlab.run_rl")

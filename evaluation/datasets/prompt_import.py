@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from common.knobs import knob
+from common.path_rules import PATH_PREFIXES
 from common.prompt_files import ParsedPrompt, PromptFileError, parse_record
 
 MAX_IMPORT_ROWS = 1_000_000  # rows one import may read; the web app's prompts-per-set limit applies too
@@ -23,7 +24,7 @@ LOCAL_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".p
                        ".arrow": "arrow"}
 
 
-LOCAL_PATH_PREFIXES = ("/", "./", "../", "~")  # a dataset id starting so is a path, never a hub id
+LOCAL_PATH_PREFIXES = PATH_PREFIXES  # a dataset id starting so is a path, never a hub id
 
 
 class PromptImportError(ValueError):
@@ -38,8 +39,9 @@ def column_knob(default: str | None, field: str, extra: str = "") -> Any:
 class PromptImportConfig:
     """Which dataset to read and which of its columns become which prompt fields."""
 
-    dataset_id: str = knob("", "Hub dataset id (owner/name), or a local folder or data file (.jsonl, .json, "
-                           ".parquet, .csv) readable by the worker.", group="dataset")
+    dataset_id: str = knob("", "Hub dataset id (owner/name), or the absolute path of a local folder or data file "
+                           "(.jsonl, .json, .parquet, .csv) under the deployment's import roots "
+                           "(MIRRORLAB_IMPORT_ROOTS).", group="dataset")
     config_name: str | None = knob(None, "Dataset configuration (subset), for datasets that have several "
                                    "(empty = the default one).", group="dataset")
     split: str = knob("train", "Split to import (train, test, ...). A single local file is read as this split.",

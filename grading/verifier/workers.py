@@ -21,7 +21,11 @@ START_METHODS = ("spawn", "forkserver")
 
 
 def initialise_worker(pid_queue) -> None:
-    """Runs first in each worker: report the pid (so the pool can kill it) and import math_verify."""
+    """Runs first in each worker: die with the pool's process, report the pid (so the pool can kill it) and
+    import math_verify."""
+    from common.processes import die_with_parent
+
+    die_with_parent()
     pid_queue.put(os.getpid())
     from grading.verifier.equivalence import equivalence_verdict
 

@@ -10,7 +10,8 @@ from huggingface_hub.errors import RepositoryNotFoundError
 
 from training.models import resolve
 from training.models.loading import resolve_model_path
-from training.models.resolve import ModelUnavailable, looks_like_path
+from common.path_rules import looks_like_path
+from training.models.resolve import ModelUnavailable
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ def test_the_size_is_not_set_by_the_client(api_for, project, alice, model_dir):
 
 @pytest.mark.parametrize("path, reason", [
     ("checkpoints/run-1", "is not an absolute path"),
-    ("/no/such/checkpoint", "no directory '/no/such/checkpoint' on the web server"),
+    ("/no/such/checkpoint", "'/no/such/checkpoint' is not a path this project may use"),
 ])
 def test_a_path_that_cannot_be_a_checkpoint_is_refused(api_for, project, alice, path, reason):
     response = register(api_for(alice), project, path)

@@ -174,7 +174,7 @@ def test_launching_queues_a_variant_with_the_resolved_parameters(client_for, ali
 
 @pytest.mark.parametrize("overrides, field, message", [
     ({"parent_run": ""}, "parent_run", "Choose a parent run or a parent checkpoint."),
-    ({"beta": "0"}, "beta", "must be greater than 0.0"),
+    ({"beta": "0"}, "beta", "must be greater than 0.0 and at most 1000.0, not 0.0"),
     ({"epochs": "x"}, "epochs", "Enter a whole number."),
     ({"name": ""}, "name", "This field is required."),
 ])

@@ -42,7 +42,7 @@ def test_import_form_groups_dataset_and_column_mapping_with_defaults_and_help(cl
     assert form["tags_column"].value() is None and form.fields["tags_column"].required is False
     content = response.content.decode()
     assert "<legend>Column mapping</legend>" in content
-    assert "Hub dataset id (owner/name), or a local folder or data file" in content
+    assert "Hub dataset id (owner/name), or the absolute path of a local folder or data file" in content
 
 
 def test_import_queues_a_job_with_the_resolved_config_and_shows_its_page(client_for, bob, project):

@@ -17,7 +17,7 @@ FORM_KNOBS = [knob for knob in describe_knobs(RLConfig) if not knob["deployment"
 
 # A value other than the default for every knob (all valid together).
 CHANGED = {
-    "model": "/models/qwen-7b", "seed": 3, "warmup_sft_steps": 5, "warmup_sft_learning_rate": 2e-4,
+    "model": "/shared-models/qwen-7b", "seed": 3, "warmup_sft_steps": 5, "warmup_sft_learning_rate": 2e-4,
     "warmup_sft_batch_size": 4, "warmup_sft_sequence_length": 128, "iterations": 40, "batch_size": 16,
     "samples_per_problem": 4, "sampling_strategy": "curriculum", "curriculum_iterations": 7, "learning_rate": 3e-6,
     "gradient_steps_per_iteration": 2, "micro_batch_size": 8, "max_grad_norm": 0.5, "tau": 0.05,
@@ -41,9 +41,10 @@ def posted(form) -> dict:
 
 
 @pytest.fixture
-def source_run(project, prompt_set, suite, alice):
+def source_run(project, prompt_set, suite, alice, tmp_path):
     knobs = {knob["name"] for knob in describe_knobs(RLConfig)}
-    config = config_to_dict(parse_config(RLConfig, {name: CHANGED[name] for name in knobs if name in CHANGED}))
+    changed = {**CHANGED, "model": str(tmp_path / "qwen-7b")}  # a path under the test settings' model root
+    config = config_to_dict(parse_config(RLConfig, {name: changed[name] for name in knobs if name in changed}))
     return RLRun.objects.create(project=project, name="long-cot", description="the baseline", prompt_set=prompt_set,
                                 evaluation_suite=suite, config=config, owner=alice, total_iterations=40)
 

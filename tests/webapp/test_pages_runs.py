@@ -21,7 +21,8 @@ OTHER_JSONL = b'{"problem": "What is 1+1?", "answer": "2"}\n'
 
 def launch_data(prompt_set, **overrides) -> dict:
     """What the launch form posts when left at its defaults, with some fields changed."""
-    data = {knob["name"]: "" if knob["default"] is None else str(knob["default"]) for knob in describe_knobs(RLConfig)}
+    data = {knob["name"]: "" if knob["default"] is None else str(knob["default"]) for knob in describe_knobs(RLConfig)
+            if not knob["deployment"]}
     data.update(name="launched", description="", prompt_set=str(prompt_set.pk), evaluation_suite="")
     data.update({name: str(value) for name, value in overrides.items()})
     return data

@@ -62,21 +62,37 @@ def test_a_running_job_stops_between_iterations_when_cancelled(celery_worker_pro
     assert 3 <= done < 2000 and run.current_iteration == done
 
 
-def test_a_run_abandoned_by_a_dead_worker_is_requeued_and_finished(celery_worker_process, project, prompt_set,
-                                                                   alice):
+def test_a_run_abandoned_by_a_dead_worker_is_requeued_by_the_periodic_recovery_and_finished(
+        celery_worker_process, project, prompt_set, alice, settings):
+    """The worker is already running; nothing but its periodic recovery pass notices the silent run."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from workers.recovery import requeue_abandoned_jobs
-
     config = config_to_dict(parse_config(RLConfig, {"trainer_backend": "noop-test", "iterations": 3}))
+    silent_for = timedelta(seconds=settings.JOB_STALE_AFTER_SECONDS + 1)  # just past the default threshold
+    first_start = timezone.now() - silent_for
     run = RLRun.objects.create(project=project, name="orphan", prompt_set=prompt_set, owner=alice, config=config,
                                total_iterations=3, status=JobStatus.RUNNING, worker="dead-host:1",
-                               heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert requeue_abandoned_jobs() == [("rl_run", run.pk)]
+                               started_at=first_start, heartbeat_at=first_start)
     assert wait_for(lambda: status_of(run), 60, "the re-queued run to finish") == JobStatus.SUCCEEDED
-    assert run.worker != "dead-host:1" and "re-queued" in run.log
+    assert run.worker != "dead-host:1" and "worker dead-host:1 lost" in run.log and "re-queued" in run.log
+    assert run.started_at == first_start  # the first start is kept
+
+
+def test_a_dead_workers_run_with_a_pending_cancel_is_finished_as_cancelled(celery_worker_process, project,
+                                                                          prompt_set, alice, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    config = config_to_dict(parse_config(RLConfig, {"trainer_backend": "noop-test", "iterations": 3}))
+    silent_for = timedelta(seconds=settings.JOB_STALE_AFTER_SECONDS + 1)
+    run = RLRun.objects.create(project=project, name="cancelled orphan", prompt_set=prompt_set, owner=alice,
+                               config=config, total_iterations=3, status=JobStatus.RUNNING, worker="dead-host:2",
+                               cancel_requested=True, heartbeat_at=timezone.now() - silent_for)
+    assert wait_for(lambda: status_of(run), 30, "the orphan to be finished") == JobStatus.CANCELLED
+    assert "cancelled as requested" in run.log and not IterationMetric.objects.filter(run=run).exists()
 
 
 def test_the_worker_trains_a_real_run_on_the_tiny_model(celery_worker_process, project, prompt_set, alice):

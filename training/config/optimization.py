@@ -8,7 +8,7 @@ from typing import ClassVar
 from common.knobs import knob
 from grading.cot_judge.modes import GRADER_MODE_NAMES, RULE
 from grading.verifier.extraction import EXTRACTION_POLICIES, FLEXIBLE
-from training.config.limits import MAX_BATCH, MAX_LEARNING_RATE, MAX_STEPS, MAX_TOKENS, MAX_WEIGHT
+from training.config.limits import MAX_BATCH, MAX_GRAD_NORM, MAX_LEARNING_RATE, MAX_STEPS, MAX_TOKENS, MAX_WEIGHT
 from training.registries import log_z_estimates, policy_losses
 
 LOG_Z_ESTIMATES = tuple(log_z_estimates.entries)
@@ -45,7 +45,11 @@ class OptimizationSection:
         maximum=MAX_BATCH,
     )
     max_grad_norm: float = knob(
-        1.0, "Gradient clipping norm.", group="optimization", exclusive_minimum=0.0, maximum=MAX_WEIGHT
+        1.0,
+        "Gradient clipping norm (a huge value turns clipping off).",
+        group="optimization",
+        exclusive_minimum=0.0,
+        maximum=MAX_GRAD_NORM,
     )
     tau: float = knob(
         0.1,

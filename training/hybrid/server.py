@@ -16,6 +16,7 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
+from common.processes import die_with_parent
 from training.rollout.vllm_engine import VllmRolloutEngine
 
 SLEEP_LEVEL = 2  # drop weights and KV cache: new weights always follow a wake-up (vLLM's advice for RL)
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True, help="inherited socket connected to the manager")
     parser.add_argument("--settings", required=True, help="JSON of the engine settings (see ServerSettings)")
     args = parser.parse_args(argv)
+    die_with_parent()  # never outlive the trainer that started it
     connection = Connection(args.fd)
     try:
         engine = ServedEngine(json.loads(args.settings))

@@ -6,7 +6,8 @@ import importlib.util
 from pathlib import Path
 
 from training.context_window import config_window, folder_window
-from training.models.resolve import ModelUnavailable, hub_model_source, looks_like_path
+from common.path_rules import looks_like_path
+from training.models.resolve import ModelUnavailable, hub_model_source
 from training.models.tiny import PRESET_NAME, create_tiny_preset
 from training.models.tiny_vl import PRESET_NAME as VISION_PRESET_NAME
 from training.models.tiny_vl import create_tiny_vl_preset

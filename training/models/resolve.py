@@ -5,24 +5,13 @@ The web app and the CLI check names with it; training.models.loading loads what 
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 
-
-HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # org/name
 HUB_CHECK_SECONDS = 10.0  # one request, no retries: a misspelled name fails in seconds, not after a minute of retries
 
 
 class ModelUnavailable(ValueError):
     """A model name that is no preset, no local folder, and nothing the Hugging Face hub can provide."""
-
-
-def looks_like_path(name: str) -> bool:
-    """/x, ./x, ../x, ~x, or a path with a separator that is not a hub id's org/name."""
-    if name in (".", "..") or name.startswith(("/", "./", "../", "~")):
-        return True
-    return os.sep in name and not HUB_ID.fullmatch(name)
 
 
 def hub_model_source(name: str) -> str:

@@ -24,8 +24,11 @@ from training.types import PromptRecord, RunPaths, TrainingHooks
 
 @record  # torchrun's failure summary then carries the rank's traceback
 def main(argv: list[str] | None = None) -> int:
+    from common.processes import die_with_parent
     from training import distributed
     from training.backends import trainer_backends
+
+    die_with_parent()  # a rank never outlives its torchrun agent
 
     (spec_path,) = argv if argv is not None else sys.argv[1:]
     spec = json.loads(Path(spec_path).read_text())

@@ -1,7 +1,7 @@
 """Run a trainer backend as torchrun processes when a run asks for several (nnodes * nproc_per_node > 1).
 
 Same signature as a backend: `run_under_torchrun(config, records, paths, hooks)`. It writes a spec for
-`training.torchrun.entry` under `<output_dir>/torchrun/`, starts `python -m torch.distributed.run ...`,
+`training.torchrun.entry` under `<output_dir>/torchrun/`, starts torchrun (`python -m training.torchrun.agent`),
 replays rank 0's events file into the hooks (so rows are written exactly as for one process), turns
 `hooks.should_stop()` into the stop file the ranks obey between iterations, and raises with the tail
 of the ranks' log when torchrun fails (the events: events.py). No Django here: the worker passes its row
@@ -47,7 +47,7 @@ def torchrun_command(config: RLConfig, spec_path: Path, run_key: str, node_rank:
 
     node_rank: this node's static rank (None = config.node_rank; both None = assigned by the rendezvous).
     """
-    command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={config.nnodes}",
+    command = [sys.executable, "-m", "training.torchrun.agent", f"--nnodes={config.nnodes}",
                f"--nproc_per_node={config.nproc_per_node}"]
     if config.rdzv_endpoint is None:
         command.append("--standalone")  # one machine: a free local port

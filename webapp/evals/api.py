@@ -7,7 +7,9 @@ from typing import Any
 import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer, extend_schema_view,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.renderers import BrowsableAPIRenderer
@@ -15,6 +17,7 @@ from rest_framework.response import Response
 
 from common.id_lists import MAX_ID, NotAnId, parse_id_list
 from common.knobs import ConfigError, config_to_dict
+from common.path_rules import PathRefused
 from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
 from webapp.configs import as_validation_error
@@ -29,6 +32,8 @@ from webapp.evals.table_renderers import (
     TableTextRenderer,
 )
 from webapp.evals.tables import BenchmarkTable, load_table
+from webapp.path_policy import checked_model, suite_judge_changes
+from webapp.api_schema import cancel_schema, error, updates_refused
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint
 
@@ -55,7 +60,10 @@ class BenchmarkSuiteSerializer(ProjectScopedSerializer):
     def validate(self, attrs):
         attrs = super().validate(attrs)
         if "benchmarks" in attrs:
-            attrs["benchmarks"] = self.resolved_benchmarks(attrs["benchmarks"])
+            project = attrs.get("project") or self.instance.project
+            attrs["benchmarks"], errors = suite_judge_changes(project.pk, self.resolved_benchmarks(attrs["benchmarks"]))
+            if errors:
+                raise serializers.ValidationError({name: [reason] for name, reason in errors.items()})
         return attrs
 
     def resolved_benchmarks(self, entries: Any) -> list[dict]:
@@ -85,6 +93,8 @@ def refuse_changing_a_used_suite(suite: BenchmarkSuite, changes: dict) -> None:
                        f"scores stay comparable: create a new suite with your changes (POST /api/suites/)")
 
 
+@extend_schema_view(**updates_refused(BenchmarkSuiteSerializer, "The suite is used by evaluations or runs, so its "
+                                     "benchmarks cannot change; create a new suite."))
 class BenchmarkSuiteViewSet(ScopedViewSet):
     """Benchmark suites; the benchmarks of a suite in use cannot change (409), its name and description can."""
 
@@ -126,6 +136,12 @@ class EvalRunSerializer(ProjectScopedSerializer):
             raise serializers.ValidationError({"checkpoint": error})
         if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"project"}:
             raise serializers.ValidationError({"status": "an evaluation can change only while queued"})
+        if attrs.get("model"):
+            project = attrs.get("project") or self.instance.project
+            try:
+                attrs["model"] = checked_model(project.pk, attrs["model"])
+            except PathRefused as refused:
+                raise serializers.ValidationError({refused.field: [refused.reason]}) from None
         return attrs
 
     def create(self, validated_data):
@@ -152,26 +168,35 @@ class AuditRequestSerializer(StrictSerializer):
 
     def validate(self, attrs):
         try:
-            return audit_grader(attrs)
+            grader = audit_grader(attrs)
         except ConfigError as error:
             raise as_validation_error(error) from None
+        if grader.get("judge_model"):  # the path rule of the audited evaluation's project
+            try:
+                grader["judge_model"] = checked_model(self.context["project"].pk, grader["judge_model"],
+                                                      "judge_model")
+            except PathRefused as refused:
+                raise serializers.ValidationError({refused.field: [refused.reason]}) from None
+        return grader
 
 
+@extend_schema_view(cancel=cancel_schema(EvalRunSerializer))
 class EvalRunViewSet(CancelMixin, ScopedViewSet):
     queryset = EvalRun.objects.select_related("owner")
     serializer_class = EvalRunSerializer
     filterset_fields = ("project", "suite", "checkpoint", "status")
 
-    @extend_schema(request=AuditRequestSerializer, responses={201: GraderAuditSerializer, 200: GraderAuditSerializer(
-        many=True), 409: OpenApiResponse(description="The evaluation has not succeeded.")})
-    @action(detail=True, methods=["get", "post"])
+    @extend_schema(methods=["GET"], filters=False, responses=GraderAuditSerializer(many=True))
+    @extend_schema(methods=["POST"], request=AuditRequestSerializer, responses={
+        201: GraderAuditSerializer, 409: error("The evaluation has not succeeded: only final samples are audited.")})
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
     def audits(self, request, pk=None):
         """GET: this evaluation's grader audits, newest first. POST: grade its stored samples again with a second
         grader (another extraction policy, or the CoT judge), without regenerating; 409 unless it succeeded."""
         eval_run = self.get_object()
         if request.method == "GET":
             return Response(GraderAuditSerializer(eval_run.audits.select_related("owner"), many=True).data)
-        grader = AuditRequestSerializer(data=request.data)
+        grader = AuditRequestSerializer(data=request.data, context={"project": eval_run.project})
         grader.is_valid(raise_exception=True)
         if reason := audit_refusal(eval_run):
             raise Conflict(reason)
@@ -342,8 +367,8 @@ class BenchmarkTableViewSet(viewsets.ViewSet):
                                                           "mean_tokens, extraction_policy, audit_disagreement."),
             (200, TableMarkdownRenderer.media_type): text_file("A pipe table; cells '77.5 [70.1, 84.2]'."),
             (200, TableLatexRenderer.media_type): text_file("A booktabs tabular, the best score per column bold."),
-            400: OpenApiResponse(description="A parameter is invalid; the body names it."),
-            404: OpenApiResponse(description="An evaluation, suite or project you cannot see."),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="A parameter is invalid; the body names it."),
+            404: error("An evaluation, suite or project you cannot see."),
         },
     )
     def list(self, request):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_view
 from rest_framework import serializers
 
 from training.config import LONG2SHORT_CONFIGS
 from webapp.api_base import (
     CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, patched_settings, visible_field,
 )
+from webapp.api_schema import cancel_schema
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
@@ -57,6 +59,7 @@ class Long2ShortVariantSerializer(ProjectScopedSerializer):
         return launch_variant(owner=self.context["request"].user, **validated_data)
 
 
+@extend_schema_view(cancel=cancel_schema(Long2ShortVariantSerializer))
 class Long2ShortVariantViewSet(CancelMixin, ScopedViewSet):
     queryset = Long2ShortVariant.objects.select_related("owner")
     serializer_class = Long2ShortVariantSerializer

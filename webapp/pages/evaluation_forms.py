@@ -11,11 +11,13 @@ from typing import Any
 from django import forms
 
 from common.knobs import ConfigError, config_to_dict
+from common.path_rules import PathRefused
 from evaluation.suite_config import BENCHMARKS, LM_EVAL_PREFIX, BenchmarkSettings, parse_suite
 from training.config import ROLLOUT_ENGINES
 from webapp.evals.api import checkpoint_or_model_error
 from webapp.evals.models import BenchmarkSuite
 from webapp.pages.forms import KnobFormMixin
+from webapp.path_policy import checked_model, suite_judge_changes
 from webapp.runs.models import Checkpoint
 
 BENCHMARK_LIST_ID = "benchmark-names"  # the <datalist> of known benchmark names on the suite form
@@ -62,7 +64,12 @@ class BenchmarkEntryForm(KnobFormMixin, forms.Form):
 
 
 class BaseBenchmarkFormSet(forms.BaseFormSet):
-    """The suite's ordered benchmarks, checked together by parse_suite (a non-empty list, no repeats)."""
+    """The suite's ordered benchmarks, checked together by parse_suite (a non-empty list, no repeats), their judge
+    models by the path rule (webapp.path_policy) of the suite's project."""
+
+    def __init__(self, *args: Any, project, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.project = project
 
     def kept_forms(self) -> list[BenchmarkEntryForm]:
         """Validated rows (untouched extra rows are not) not marked for deletion, in order."""
@@ -73,10 +80,14 @@ class BaseBenchmarkFormSet(forms.BaseFormSet):
             return
         kept = self.kept_forms()
         try:
-            self.entries = [config_to_dict(settings) for settings in parse_suite([config_to_dict(form.config)
-                                                                                  for form in kept])]
+            entries = [config_to_dict(settings) for settings in parse_suite([config_to_dict(form.config)
+                                                                             for form in kept])]
         except ConfigError as error:
             self.attach_errors(error, kept)
+            return
+        self.entries, errors = suite_judge_changes(self.project.pk, entries)
+        if errors:
+            self.attach_errors(ConfigError(errors), kept)
 
     def attach_errors(self, error: ConfigError, kept: list[BenchmarkEntryForm]) -> None:
         """Errors keyed "benchmarks[i].field" go to row i's field; the others above the table."""
@@ -109,7 +120,8 @@ class EvaluationLaunchForm(forms.Form):
     )
     model = forms.CharField(
         max_length=300, required=False, widget=forms.TextInput(attrs={"placeholder": "tiny"}),
-        help_text="Instead of a checkpoint: the built-in 'tiny' preset, a local Hugging Face directory or a hub id.",
+        help_text="Instead of a checkpoint: the built-in 'tiny' preset, a hub id, or the absolute path of a Hugging "
+                  "Face directory in the project's own checkpoint folders or under the shared model roots.",
     )
     rollout_engine = forms.ChoiceField(choices=[(name, name) for name in ROLLOUT_ENGINES], initial="torch",
                                        help_text="torch (Hugging Face generate) or vllm.")
@@ -117,6 +129,7 @@ class EvaluationLaunchForm(forms.Form):
 
     def __init__(self, *args: Any, project, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.project = project
         self.fields["suite"].queryset = BenchmarkSuite.objects.filter(project=project)
         self.fields["checkpoint"].queryset = (Checkpoint.objects.filter(project=project)
                                               .select_related("run", "variant").order_by("-created_at", "-pk"))
@@ -129,4 +142,13 @@ class EvaluationLaunchForm(forms.Form):
             if error:
                 self.add_error("checkpoint", error)
                 self.add_error("model", error)
+            elif cleaned["model"]:
+                self.check_model_path(cleaned)
         return cleaned
+
+    def check_model_path(self, cleaned: dict[str, Any]) -> None:
+        """The model by the path rule, as the API checks it (a path kept resolved)."""
+        try:
+            cleaned["model"] = checked_model(self.project.pk, cleaned["model"])
+        except PathRefused as refused:
+            self.add_error("model", refused.reason)

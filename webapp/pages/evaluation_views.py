@@ -112,12 +112,12 @@ def suite_form_page(request: HttpRequest, project, suite: BenchmarkSuite | None)
     """Create a suite (suite None) or edit one in place; a valid POST saves it and shows its page."""
     if request.method == "POST":
         form = SuiteForm(request.POST, project=project, suite=suite)
-        formset = BenchmarkFormSet(request.POST, prefix=BENCHMARKS_PREFIX)
+        formset = BenchmarkFormSet(request.POST, prefix=BENCHMARKS_PREFIX, project=project)
     else:
         initial, entries = ({"name": suite.name, "description": suite.description}, suite.benchmarks) if suite \
             else suite_copy_initial(request)
         form = SuiteForm(initial=initial, project=project, suite=suite)
-        formset = BenchmarkFormSet(initial=entries, prefix=BENCHMARKS_PREFIX)
+        formset = BenchmarkFormSet(initial=entries, prefix=BENCHMARKS_PREFIX, project=project)
     if form.is_bound and form.is_valid() and formset.is_valid():
         fields = {"name": form.cleaned_data["name"], "description": form.cleaned_data["description"],
                   "benchmarks": formset.entries}

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
 from common.knobs import ConfigError, config_to_dict, describe_knobs, parse_config
+from common.path_rules import PathRefused
 from evaluation.datasets.prompt_import import PromptImportConfig
 from training.config import SECTIONS, RLConfig
 from webapp.evals.models import BenchmarkSuite
+from webapp.limits import upload_size_error
+from webapp.path_policy import checked_dataset_id, model_knob_changes
 from common.prompt_files import guess_format
 from webapp.prompts.models import PromptSet
 from webapp.prompts.services import prompt_set_name_error
@@ -47,6 +51,8 @@ class PromptSetUploadForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
+        if error := upload_size_error(upload.size):
+            raise forms.ValidationError(error)
         try:
             self.file_format = guess_format(upload.name)
         except ValueError as error:
@@ -97,7 +103,9 @@ class KnobFormMixin:
             self.fields[knob["name"]] = knob_form_field(knob)
 
     def parse_knobs(self) -> None:
-        """Validate the knob values with parse_config and attach each refusal to its field."""
+        """Validate the knob values with parse_config and attach each refusal to its field; refuse posted
+        fields the form does not have (a mistyped knob is never silently dropped)."""
+        self.refuse_unknown_input()
         values = {knob["name"]: self.cleaned_data[knob["name"]] for knob in self.knobs
                   if knob["name"] in self.cleaned_data}
         try:
@@ -109,6 +117,14 @@ class KnobFormMixin:
             return
         if len(values) == len(self.knobs):
             self.config = config
+
+    def refuse_unknown_input(self) -> None:
+        own = f"{self.prefix}-" if self.prefix else ""
+        expected = {self.add_prefix(name) for name in self.fields} | {"csrfmiddlewaretoken"}
+        unknown = sorted(key for key in self.data if key.startswith(own) and key not in expected)
+        if unknown:
+            names = ", ".join(key.removeprefix(own) for key in unknown)
+            self.add_error(None, f"unknown field(s) {names}; this form takes: {', '.join(self.fields)}")
 
     def knob_fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(group title, bound fields): the groups of knob_group_order first, then as they appear among the knobs."""
@@ -134,6 +150,7 @@ class RunLaunchForm(KnobFormMixin, forms.Form):
 
     def __init__(self, *args: Any, project, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.project = project
         self.fields["prompt_set"].queryset = PromptSet.objects.filter(project=project)
         self.fields["evaluation_suite"].queryset = BenchmarkSuite.objects.filter(project=project)
         self.add_knob_fields()
@@ -141,12 +158,21 @@ class RunLaunchForm(KnobFormMixin, forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         self.parse_knobs()
+        if self.config is not None:
+            self.check_model_paths()
         if self.config is not None and cleaned.get("prompt_set") is not None:
             errors = run_launch_errors(cleaned["prompt_set"], cleaned.get("evaluation_suite"),
                                        config_to_dict(self.config))
             for name, reason in errors.items():
                 self.add_error(name, reason)
         return cleaned
+
+    def check_model_paths(self) -> None:
+        """The model and judge model by the path rule, as the API checks them (paths kept resolved)."""
+        changes, errors = model_knob_changes(self.project.pk, config_to_dict(self.config))
+        for name, reason in errors.items():
+            self.add_error(name, reason)
+        self.config = None if errors else dataclasses.replace(self.config, **changes)
 
 
 class PromptSetImportForm(KnobFormMixin, forms.Form):
@@ -169,4 +195,10 @@ class PromptSetImportForm(KnobFormMixin, forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         self.parse_knobs()
+        if self.config is not None:
+            try:
+                self.config = dataclasses.replace(self.config, dataset_id=checked_dataset_id(self.config.dataset_id))
+            except PathRefused as refused:
+                self.add_error(refused.field, refused.reason)
+                self.config = None
         return cleaned

@@ -16,7 +16,9 @@ from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
 from webapp.projects.context import current_project_for
 from common.prompt_files import PromptFileError
 from webapp.prompts.models import PromptSet, PromptSetImport
-from webapp.prompts.services import create_prompt_set_from_file, launch_prompt_import
+from webapp.prompts.services import (
+    PromptLimitError, create_prompt_set_from_file, imports_in_request, launch_prompt_import, queue_upload_import,
+)
 
 PROMPTS_PER_PAGE = 50
 RECENT_IMPORTS = 10
@@ -52,12 +54,17 @@ def prompt_set_upload(request: HttpRequest) -> HttpResponse:
         form = PromptSetUploadForm(project=project)
     if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
+        if not imports_in_request(upload):  # a worker imports it; its status page shows the progress
+            job = queue_upload_import(project, request.user, upload, form.file_format, form.cleaned_data["name"],
+                                      form.cleaned_data["description"])
+            messages.success(request, f"{upload.name} is queued for import into {job.name}.")
+            return redirect("prompt-set-import-detail", pk=job.pk)
         try:
             prompt_set = create_prompt_set_from_file(
                 project, form.cleaned_data["name"], upload.read(), form.file_format, user=request.user,
                 description=form.cleaned_data["description"], source=upload.name,
             )
-        except PromptFileError as error:
+        except (PromptFileError, PromptLimitError) as error:
             form.add_error("file", str(error))
         else:
             messages.success(request, f"Imported {prompt_set.prompts.count()} prompts into {prompt_set.name}.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -52,9 +53,10 @@ class ProjectViewSet(ScopedViewSet):
     queryset = Project.objects.prefetch_related("memberships__user")
     serializer_class = ProjectSerializer
 
+    @extend_schema(request=AddMemberSerializer, responses=ProjectSerializer)
     @action(detail=True, methods=["post"], serializer_class=AddMemberSerializer)
     def members(self, request, pk=None):
-        """Add a member (owners and staff only)."""
+        """Add a member, or change a member's role (owners and staff only); answers the project."""
         project = self.get_object()
         is_owner = project.memberships.filter(user=request.user, role="owner").exists()
         if not (is_owner or request.user.is_staff):

@@ -2,33 +2,62 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import django_filters
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from django.shortcuts import get_object_or_404
 
 from common.knobs import describe_knobs
+from common.path_rules import PathRefused
 from evaluation.datasets.prompt_import import PromptImportConfig
 from webapp.api_base import (
     ProjectScopedSerializer, ScopedViewSet, StrictModelSerializer, StrictSerializer, visible_field,
 )
 from webapp.configs import resolve_config
+from webapp.path_policy import checked_dataset_id
 from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
 from webapp.projects.models import Project
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
+from webapp.limits import upload_size_error
+from webapp.parsers import StrictJSONParser
 from webapp.prompts.services import (
-    add_prompt, add_prompts, create_prompt_set, launch_prompt_import, prompt_set_name_error,
+    PromptLimitError, add_prompt, add_prompts, create_prompt_set, imports_in_request, launch_prompt_import,
+    prompt_set_name_error, queue_upload_import,
 )
 from webapp.runs.api import JOB_FIELDS
 
 
-def read_prompt_upload(upload, file_format: str | None):
-    """Parse an uploaded file, or raise a ValidationError naming the bad line."""
+@contextmanager
+def refused_as_field_errors():
+    """A prompt over the deployment's limits becomes a 400 naming the input that carried it."""
     try:
-        return parse_prompt_file(upload.read(), file_format or guess_format(upload.name))
+        yield
+    except PromptLimitError as error:
+        raise serializers.ValidationError({error.field: [str(error)]}) from None
+
+
+def checked_upload_format(upload, file_format: str | None) -> str:
+    """The upload's format (given, or guessed from its name); a ValidationError for a file over the size limit
+    or of an unknown format."""
+    if error := upload_size_error(upload.size):
+        raise serializers.ValidationError({"file": [error]})
+    try:
+        return file_format or guess_format(upload.name)
+    except ValueError as error:
+        raise serializers.ValidationError({"file": [str(error)]}) from None
+
+
+def read_prompt_upload(upload, file_format: str | None):
+    """Parse an uploaded file, or raise a ValidationError naming the bad line (or the size limit)."""
+    file_format = checked_upload_format(upload, file_format)
+    try:
+        return parse_prompt_file(upload.read(), file_format)
     except PromptFileError as error:
         raise serializers.ValidationError({"file": [f"line {error.line}: {error.reason}"]}) from None
     except ValueError as error:
@@ -50,8 +79,9 @@ class PromptSetSerializer(ProjectScopedSerializer):
         file_format = validated_data.pop("format", None)
         parsed = read_prompt_upload(upload, file_format) if upload else []
         source = validated_data.pop("source", "") or getattr(upload, "name", "")
-        return create_prompt_set(prompts=parsed, user=self.context["request"].user, source=source,
-                                 **validated_data)
+        with refused_as_field_errors():
+            return create_prompt_set(prompts=parsed, user=self.context["request"].user, source=source,
+                                     **validated_data)
 
     def update(self, instance, validated_data):
         validated_data.pop("file", None)
@@ -80,7 +110,12 @@ class PromptSetImportSerializer(StrictModelSerializer):
         read_only_fields = ("prompt_set", "log", *JOB_FIELDS)
 
     def validate_config(self, value):
-        return resolve_config(PromptImportConfig, value)
+        """The import's settings; a local dataset path must lie under MIRRORLAB_IMPORT_ROOTS (stored resolved)."""
+        config = resolve_config(PromptImportConfig, value)
+        try:
+            return {**config, "dataset_id": checked_dataset_id(config["dataset_id"])}
+        except PathRefused as refused:
+            raise serializers.ValidationError({refused.field: [refused.reason]}) from None
 
     def validate(self, attrs):
         attrs["name"] = attrs["name"].strip()
@@ -97,23 +132,55 @@ class PromptSetViewSet(ScopedViewSet):
     queryset = PromptSet.objects.all()
     serializer_class = PromptSetSerializer
     filterset_fields = ("project",)
-    parser_classes = (JSONParser, MultiPartParser, FormParser)
+    parser_classes = (StrictJSONParser, MultiPartParser, FormParser)
 
+    @extend_schema(responses={201: PromptSetSerializer, 202: PromptSetImportSerializer})
+    def create(self, request, *args, **kwargs):
+        """Create a prompt set, with the prompts of `file` when given; a file above
+        MIRRORLAB_UPLOAD_IMPORT_IN_REQUEST_BYTES is imported by a worker: 202 with the import to follow."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        upload = data.get("file")
+        if upload is None or imports_in_request(upload):
+            self.perform_create(serializer)
+            return Response(serializer.data, status=status.HTTP_201_CREATED)
+        file_format = checked_upload_format(upload, data.get("format"))
+        if error := prompt_set_name_error(data["project"], data["name"]):
+            raise serializers.ValidationError({"name": [error]})
+        job = queue_upload_import(data["project"], request.user, upload, file_format, data["name"],
+                                  data.get("description", ""))
+        return Response(PromptSetImportSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={201: inline_serializer("PromptUpload", {
+        "imported": serializers.IntegerField(help_text="Prompts appended from the file."),
+        "prompt_count": serializers.IntegerField(help_text="Prompts in the set now.")}),
+        202: PromptSetImportSerializer})
     @action(detail=True, methods=["post"], serializer_class=UploadSerializer)
     def upload(self, request, pk=None):
-        """Append a JSONL/CSV file's prompts: every line or none."""
+        """Append a JSONL/CSV file's prompts: every line or none. A file above
+        MIRRORLAB_UPLOAD_IMPORT_IN_REQUEST_BYTES is appended by a worker: 202 with the import to follow."""
         prompt_set = self.get_object()
         serializer = UploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        parsed = read_prompt_upload(serializer.validated_data["file"], serializer.validated_data.get("format"))
-        added = add_prompts(prompt_set, parsed)
+        upload = serializer.validated_data["file"]
+        if not imports_in_request(upload):
+            file_format = checked_upload_format(upload, serializer.validated_data.get("format"))
+            job = queue_upload_import(prompt_set.project, request.user, upload, file_format, prompt_set.name,
+                                      append_to=prompt_set)
+            return Response(PromptSetImportSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        parsed = read_prompt_upload(upload, serializer.validated_data.get("format"))
+        with refused_as_field_errors():
+            added = add_prompts(prompt_set, parsed)
         return Response({"imported": added, "prompt_count": prompt_set.prompts.count()},
                         status=status.HTTP_201_CREATED)
 
+    @extend_schema(responses={201: PromptSetImportSerializer})
     @action(detail=False, methods=["post"], url_path="import", serializer_class=PromptSetImportSerializer,
-            parser_classes=(JSONParser,))
+            parser_classes=(StrictJSONParser,))
     def import_dataset(self, request):
-        """Queue the import of a hub dataset (or a local folder/file on the worker) as a new prompt set."""
+        """Queue the import of a hub dataset (or a local folder/file under MIRRORLAB_IMPORT_ROOTS) as a new prompt
+        set."""
         serializer = PromptSetImportSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         job = serializer.save()
@@ -151,7 +218,8 @@ class PromptSerializer(StrictModelSerializer):
         return attrs
 
     def create(self, validated_data):
-        return add_prompt(**validated_data)
+        with refused_as_field_errors():
+            return add_prompt(**validated_data)
 
 
 class PromptFilter(django_filters.FilterSet):

@@ -66,7 +66,14 @@ class PromptSetImport(Job):
     description = models.TextField(blank=True)
     config = models.JSONField(help_text="The resolved PromptImportConfig: dataset, split, column mapping, limit.")
     prompt_set = models.ForeignKey(PromptSet, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="imports", help_text="The set created, once the import succeeded.")
+                                   related_name="imports", help_text="The set created (or appended to), once the "
+                                                                     "import succeeded.")
+    upload_file = models.CharField(max_length=500, blank=True, help_text="An uploaded prompt file too large to "
+                                   "import inside the request, stored until the worker has imported it.")
+    upload_format = models.CharField(max_length=10, blank=True, help_text="jsonl or csv (uploads only).")
+    append_to = models.ForeignKey(PromptSet, null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="pending_uploads", help_text="An upload appended to this set "
+                                                                            "(instead of a new set).")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
                               related_name="prompt_set_imports")
 
@@ -76,4 +83,6 @@ class PromptSetImport(Job):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
+        if self.upload_file:
+            return f"upload of {self.config.get('file_name', 'a file')} into {self.name}"
         return f"import of {self.config.get('dataset_id', '?')} as {self.name}"

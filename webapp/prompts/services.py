@@ -2,22 +2,52 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
 from typing import Iterable
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from common.prompt_files import ParsedPrompt, parse_prompt_file
+from common.prompt_files import ParsedPrompt, PromptFileError, parse_prompt_file
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
 from webapp.celery import enqueue_job
+
+
+class PromptLimitError(ValueError):
+    """Prompts over the deployment's limits (MAX_PROMPT_CHARS, MAX_PROMPTS_PER_SET); `field` is the input
+    that carried them (file, problem or answer)."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        super().__init__(reason)
+
+
+def check_prompt_limits(existing: int, prompts: list[ParsedPrompt], field: str = "file") -> None:
+    """Raise PromptLimitError when the set would hold more than MAX_PROMPTS_PER_SET prompts or a prompt's
+    problem or answer is longer than MAX_PROMPT_CHARS (naming its line)."""
+    if existing + len(prompts) > settings.MAX_PROMPTS_PER_SET:
+        raise PromptLimitError(field, f"the set would hold {existing + len(prompts)} prompts; a set holds at most "
+                                      f"{settings.MAX_PROMPTS_PER_SET} (MIRRORLAB_MAX_PROMPTS_PER_SET)")
+    limit = settings.MAX_PROMPT_CHARS
+    for item in prompts:
+        for name in ("problem", "answer"):
+            if len(getattr(item, name)) > limit:
+                where = f"line {item.line}: " if field == "file" else ""
+                raise PromptLimitError(field if field == "file" else name,
+                                       f"{where}the {name} has {len(getattr(item, name))} characters; at most "
+                                       f"{limit} (MIRRORLAB_MAX_PROMPT_CHARS)")
 
 
 def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
     """Append parsed prompts after the set's last position, all or none; returns how many were added.
 
     The set's row is locked first, so appends to one set at once (two uploads, an upload and a single
-    prompt) take turns and all land, each after the other's last position.
+    prompt) take turns and all land, each after the other's last position. PromptLimitError when they
+    break the deployment's limits.
     """
+    prompts = list(prompts)
     rows = [
         Prompt(problem=item.problem, image=item.image, answer=item.answer, test_cases=item.test_cases,
                domain=item.domain, tags=list(item.tags), difficulty=item.difficulty, pass_rate=item.pass_rate)
@@ -25,6 +55,7 @@ def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
     ]
     with transaction.atomic():
         start = _lock_for_append(prompt_set)
+        check_prompt_limits(prompt_set.prompts.count(), prompts)
         for offset, row in enumerate(rows):
             row.prompt_set, row.position = prompt_set, start + offset
         Prompt.objects.bulk_create(rows, batch_size=1000)
@@ -33,8 +64,11 @@ def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
 
 def add_prompt(prompt_set: PromptSet, **fields) -> Prompt:
     """One prompt appended at the set's end (the API's single-prompt create), in turn with other appends."""
+    single = ParsedPrompt(line=1, problem=fields.get("problem", ""), answer=fields.get("answer", ""))
     with transaction.atomic():
-        return Prompt.objects.create(prompt_set=prompt_set, position=_lock_for_append(prompt_set), **fields)
+        position = _lock_for_append(prompt_set)
+        check_prompt_limits(prompt_set.prompts.count(), [single], field="problem")
+        return Prompt.objects.create(prompt_set=prompt_set, position=position, **fields)
 
 
 def _lock_for_append(prompt_set: PromptSet) -> int:
@@ -85,6 +119,52 @@ def launch_prompt_import(**fields) -> PromptSetImport:
     job = PromptSetImport.objects.create(**fields)
     transaction.on_commit(lambda: enqueue_job("prompt_import", job.pk))
     return job
+
+
+def imports_in_request(upload) -> bool:
+    """Whether an uploaded file is small enough to import inside the request (else a background job)."""
+    return upload.size <= settings.UPLOAD_IMPORT_IN_REQUEST_BYTES
+
+
+def queue_upload_import(project, owner, upload, file_format: str, name: str, description: str = "",
+                        append_to: PromptSet | None = None) -> PromptSetImport:
+    """Store a large uploaded file in the project's uploads folder and queue its import by a cpu worker: a new
+    set named `name`, or the prompts appended to `append_to`."""
+    folder = Path(settings.UPLOADS_DIR) / f"project-{project.pk}"
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / f"{uuid.uuid4().hex}.{file_format}"
+    with open(stored, "wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    try:
+        return launch_prompt_import(project=project, owner=owner, name=name, description=description,
+                                    config={"file_name": upload.name[:200], "size_bytes": upload.size},
+                                    upload_file=str(stored), upload_format=file_format, append_to=append_to)
+    except BaseException:
+        stored.unlink(missing_ok=True)
+        raise
+
+
+def import_uploaded_file(job: PromptSetImport, progress) -> PromptSet:
+    """Worker side of a large upload: parse the stored file (all lines or none), create the set or append to
+    it, link it to the job and delete the file. `progress(line)` reports each phase."""
+    path = Path(job.upload_file)
+    progress(f"parsing {job.config.get('file_name', path.name)} ({path.stat().st_size / 1e6:.1f} MB)")
+    try:
+        prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
+        progress(f"{len(prompts)} prompts valid; writing them")
+        if job.append_to_id is None:
+            prompt_set = complete_prompt_import(job, prompts, job.config.get("file_name", ""))
+        else:
+            with transaction.atomic():
+                prompt_set = job.append_to
+                add_prompts(prompt_set, prompts)
+                PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=prompt_set)
+    except (PromptFileError, PromptLimitError):
+        path.unlink(missing_ok=True)  # refused for good: nothing was written, and the file is not kept
+        raise
+    path.unlink(missing_ok=True)
+    return prompt_set
 
 
 def complete_prompt_import(job: PromptSetImport, prompts: list[ParsedPrompt], source: str) -> PromptSet:

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import django_filters
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from common.path_rules import PathRefused
 from training.config import RLConfig
 from webapp.api_base import (
     CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
     patched_settings, visible_field,
 )
+from webapp.api_schema import cancel_schema, error, updates_refused, with_outcome
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.jobs import JobStatus
 from webapp.prompts.models import PromptSet
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
-from webapp.runs.services import (
-    directory_size, launch_run, registered_path_error, resume_run, run_launch_errors,
-)
+from webapp.path_policy import model_knob_changes
+from webapp.runs.services import launch_run, registered_checkpoint, resume_run, run_launch_errors
 
 JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "traceback",
               "created_at", "started_at", "finished_at")
@@ -51,9 +53,19 @@ class RLRunSerializer(ProjectScopedSerializer):
             raise serializers.ValidationError({name: "can change only while the run is queued" for name in frozen})
         if self.instance is None:
             attrs.setdefault("config", resolve_config(RLConfig, {}))
+        if "config" in attrs:
+            attrs["config"] = self.checked_model_paths(attrs)
         if self.instance is None or frozen:
             self.check_launch_settings(attrs)
         return attrs
+
+    def checked_model_paths(self, attrs) -> dict:
+        """The config with its model and judge model checked by the path rule (paths stored resolved)."""
+        project = attrs.get("project") or self.instance.project
+        changes, errors = model_knob_changes(project.pk, attrs["config"])
+        if errors:
+            raise serializers.ValidationError({"config": {name: [reason] for name, reason in errors.items()}})
+        return {**attrs["config"], **changes}
 
     def check_launch_settings(self, attrs) -> None:
         """Refuse what passes every knob's check but can never run (an empty prompt set...), naming the field."""
@@ -80,11 +92,15 @@ class RLRunFilter(django_filters.FilterSet):
         fields = ("project", "status", "prompt_set")
 
 
+@extend_schema_view(cancel=cancel_schema(RLRunSerializer))
 class RLRunViewSet(CancelMixin, ScopedViewSet):
     queryset = RLRun.objects.select_related("owner")
     serializer_class = RLRunSerializer
     filterset_class = RLRunFilter
 
+    @extend_schema(request=None, responses={
+        200: with_outcome(RLRunSerializer, "resume", "'resumed'"),
+        409: error("Only a failed or cancelled run can be resumed.")})
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
         """Re-queue a failed or cancelled run; it resumes from its newest checkpoint. 409 in any other state."""
@@ -154,18 +170,18 @@ class CheckpointSerializer(ProjectScopedSerializer):
         fields = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "created_at")
         read_only_fields = ("run", "variant", "size_bytes")
         extra_kwargs = {"path": {"help_text": "Absolute path of the checkpoint's directory (Hugging Face layout) "
-                                              "on storage the web server shares with the workers."}}
-
-    def validate_path(self, value: str) -> str:
-        value = value.strip()
-        if error := registered_path_error(value):
-            raise serializers.ValidationError(error)
-        return value
+                                              "inside the project's own checkpoint folders or under "
+                                              "MIRRORLAB_MODEL_ROOTS, on storage the web server shares with the "
+                                              "workers; stored resolved."}}
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
         if "path" in attrs:
-            attrs["size_bytes"] = directory_size(attrs["path"])
+            project = attrs.get("project") or self.instance.project
+            try:
+                attrs["path"], attrs["size_bytes"] = registered_checkpoint(project.pk, attrs["path"].strip())
+            except PathRefused as refused:
+                raise serializers.ValidationError({refused.field: [refused.reason]}) from None
         return attrs
 
 
@@ -176,6 +192,7 @@ def refuse_changing_a_worker_checkpoint(checkpoint: Checkpoint) -> None:
                        "register another directory with POST /api/checkpoints/")
 
 
+@extend_schema_view(**updates_refused(CheckpointSerializer, "A worker saved this checkpoint; it cannot change."))
 class CheckpointViewSet(ScopedViewSet):
     """Checkpoints; registering one by path lets an outside model be evaluated. Workers' checkpoints are fixed."""
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Mapping
 
 from django.conf import settings
 from django.db import transaction
 
+from common.path_rules import PathRefused
 from training.context_window import launch_context_errors
 from webapp.jobs import JobStatus
+from webapp.path_policy import checked_checkpoint_path
 from webapp.runs.models import RESUMABLE_STATUSES, RLRun
 from webapp.celery import enqueue_job
 
@@ -68,18 +69,42 @@ def resume_run(run: RLRun, user) -> bool:
     return resumed == 1
 
 
-def registered_path_error(path: str) -> str | None:
-    """Why a path cannot be registered as a checkpoint (None when it can): it must be an absolute directory the
-    web server sees, so a typo is caught now rather than on a worker."""
-    if not os.path.isabs(path):
-        return f"'{path}' is not an absolute path: give the checkpoint's directory from the root (/data/...)"
-    if not Path(path).is_dir():
-        return (f"no directory '{path}' on the web server: register checkpoints on storage it shares with the "
-                f"workers (the data folder); to evaluate a model only the workers can read, create an evaluation "
-                f"with \"model\": \"{path}\" instead")
-    return None
+MAX_CHECKPOINT_ENTRIES = 10_000  # files and folders a registered checkpoint directory may hold (its size is summed)
 
 
-def directory_size(path: str) -> int:
-    """Bytes of the files under a directory (a checkpoint's weights, config and tokenizer)."""
-    return sum(entry.stat().st_size for entry in Path(path).rglob("*") if entry.is_file())
+def registered_checkpoint(project_id: int, path: str) -> tuple[str, int]:
+    """(resolved directory, its size in bytes) of a checkpoint registered by path; PathRefused says why not.
+
+    The path rule comes first (webapp.path_policy), so a refused path is never looked at and its refusal says
+    nothing of what exists; an allowed one must be a directory the web server sees, so a typo is caught now
+    rather than on a worker, and its size is summed over at most MAX_CHECKPOINT_ENTRIES entries.
+    """
+    resolved = checked_checkpoint_path(project_id, path)
+    if not os.path.isdir(resolved):
+        raise PathRefused("path", f"no directory '{path}' on the web server: register checkpoints on storage it "
+                                  f"shares with the workers; to evaluate a model only the workers can read, create "
+                                  f"an evaluation with \"model\": \"{path}\" instead")
+    size = directory_size(resolved, MAX_CHECKPOINT_ENTRIES)
+    if size is None:
+        raise PathRefused("path", f"'{path}' holds more than {MAX_CHECKPOINT_ENTRIES} files and folders: register "
+                                  f"one checkpoint's directory (its weights, config and tokenizer)")
+    return resolved, size
+
+
+def directory_size(path: str, max_entries: int) -> int | None:
+    """Bytes of the files under a directory (symlinked folders are not entered); None past max_entries entries."""
+    total, seen, pending = 0, 0, [path]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > max_entries:
+                        return None
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.is_file():
+                        total += entry.stat().st_size
+        except OSError as error:
+            raise PathRefused("path", f"cannot read '{path}' on the web server: {error.strerror}") from None
+    return total

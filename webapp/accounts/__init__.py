@@ -1,0 +1,1 @@
+"""Accounts: login throttling (django-axes) for the login pages and the API's token endpoint."""

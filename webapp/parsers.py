@@ -1,0 +1,89 @@
+"""The REST API's JSON parser: input a database or a worker would choke on is refused as bad input naming where.
+
+Python's json module accepts NaN and Infinity (not JSON), recurses without a bound, and passes NUL
+characters that Postgres cannot store; each of those used to end as a server error, or as a parse error
+that named no field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+
+class _NonFinite:
+    def __init__(self, constant: str):
+        self.constant = constant
+
+
+class StrictJSONParser(JSONParser):
+    """JSON bodies with finite numbers only, no NUL characters, and at most MAX_JSON_DEPTH levels of nesting."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        raw = stream.read() if stream is not None else b""
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as error:
+            raise ParseError(f"JSON body: not {encoding} text (byte {error.start})") from None
+        depth = nesting_depth(text)
+        if depth > settings.MAX_JSON_DEPTH:
+            raise ParseError(f"JSON body: nested {depth} levels deep; at most {settings.MAX_JSON_DEPTH}")
+        try:
+            data = json.loads(text, parse_constant=_NonFinite)
+        except ValueError as error:
+            raise ParseError(f"JSON parse error - {error}") from None
+        if problem := first_bad_value(data):
+            raise ParseError(problem)
+        return data
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects, counted without parsing (strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def first_bad_value(data: Any) -> str | None:
+    """Why the parsed body is refused, naming the place (config.learning_rate, items[2].name), or None."""
+    for path, value in _walk(data, ""):
+        where = path or "the body"
+        if isinstance(value, _NonFinite):
+            return f"{where}: {value.constant} is not a number JSON allows; give a finite number"
+        if isinstance(value, str) and "\x00" in value:
+            return f"{where}: contains a NUL character (\\u0000), which cannot be stored"
+    return None
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if "\x00" in key:
+                yield child, key
+            yield from _walk(item, child)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{path}[{index}]")
+    else:
+        yield path, value
