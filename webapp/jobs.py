@@ -24,6 +24,7 @@ keeps the first start; every claim is logged.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Callable
 
 from django.conf import settings
 from django.db import models, transaction
@@ -35,6 +36,11 @@ from django.utils import timezone
 def stamped_line(line: str) -> str:
     """A log line with its timestamp and newline."""
     return f"{timezone.now():%Y-%m-%d %H:%M:%S} {line.rstrip()}\n"
+
+
+class JobTakenOver(Exception):
+    """Raised by Job.should_stop in a worker whose claim is no longer the row's: recovery re-queued the row
+    and another worker took it. The worker stops its work at once and records nothing."""
 
 
 class JobStatus(models.TextChoices):
@@ -101,10 +107,11 @@ class Job(models.Model):
         return rows.update(heartbeat_at=timezone.now()) == 1
 
     @classmethod
-    def recover_stale(cls) -> list[int]:
+    def recover_stale(cls, send: Callable[[int], None]) -> list[int]:
         """Running rows of dead workers (heartbeat older than JOB_STALE_AFTER_SECONDS): a pending cancel is
-        finished as cancelled, the others go back to queued. Returns the re-queued ids (their tasks must be
-        sent again). Each move is a conditional UPDATE, so workers recovering at once never double a row."""
+        finished as cancelled, the others go back to queued and `send(pk)` sends their task again, in the same
+        transaction (a failed send leaves the row running and stale, for the next pass). Returns the re-queued
+        ids. Each move is a conditional UPDATE, so workers recovering at once never double a row."""
         requeued = []
         stale = cls.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before())
         for pk, worker, cancel in stale.values_list("pk", "worker", "cancel_requested"):
@@ -114,9 +121,12 @@ class Job(models.Model):
             if cancel:
                 still_stale.update(status=JobStatus.CANCELLED, finished_at=timezone.now(),
                                    log=Concat(F("log"), Value(stamped_line(f"{lost}; cancelled as requested"))))
-            elif still_stale.update(status=JobStatus.QUEUED, worker="",
-                                    log=Concat(F("log"), Value(stamped_line(f"{lost}; re-queued")))):
-                requeued.append(pk)
+                continue
+            with transaction.atomic():
+                if still_stale.update(status=JobStatus.QUEUED, worker="",
+                                      log=Concat(F("log"), Value(stamped_line(f"{lost}; re-queued")))):
+                    send(pk)
+                    requeued.append(pk)
         return requeued
 
     @classmethod
@@ -151,13 +161,15 @@ class Job(models.Model):
         return cls.objects.filter(pk=pk, cancel_requested=True).exists()
 
     def should_stop(self) -> bool:
-        """Checked by the job between its steps: a user asked to cancel, or this claim is no longer the row's
-        (recovery re-queued it and another worker took it over)."""
+        """Checked by the job between its steps: True when a user asked to cancel; JobTakenOver when this claim
+        is no longer the row's (recovery re-queued it and another worker took it over, or it was deleted)."""
         row = type(self).objects.filter(pk=self.pk).values_list("cancel_requested", "status", "worker").first()
         if row is None:
-            return True
+            raise JobTakenOver(f"{type(self).__name__} {self.pk} was deleted")
         cancel, status, worker = row
-        return cancel or worker != self.worker or (self.status == JobStatus.RUNNING and status != JobStatus.RUNNING)
+        if worker != self.worker or (self.status == JobStatus.RUNNING and status != JobStatus.RUNNING):
+            raise JobTakenOver(f"{type(self).__name__} {self.pk} is now {status} on {worker or 'no worker'}")
+        return cancel
 
     def request_cancel(self) -> str:
         """Cancel a queued job at once; ask a running one to stop between its steps, or cancel it at once

@@ -8,6 +8,7 @@ that named no field.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterator
 
 from django.conf import settings
@@ -25,7 +26,10 @@ class StrictJSONParser(JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
-        raw = stream.read() if stream is not None else b""
+        raw = stream.read(settings.MAX_JSON_BYTES + 1) if stream is not None else b""
+        if len(raw) > settings.MAX_JSON_BYTES:
+            raise ParseError(f"JSON body: over {settings.MAX_JSON_BYTES} bytes (MIRRORLAB_MAX_JSON_BYTES); send "
+                             "files as multipart uploads")
         try:
             text = raw.decode(encoding)
         except UnicodeDecodeError as error:
@@ -70,6 +74,8 @@ def first_bad_value(data: Any) -> str | None:
         where = path or "the body"
         if isinstance(value, _NonFinite):
             return f"{where}: {value.constant} is not a number JSON allows; give a finite number"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}: a number too large for a float (it reads as infinity); give a finite number"
         if isinstance(value, str) and "\x00" in value:
             return f"{where}: contains a NUL character (\\u0000), which cannot be stored"
     return None

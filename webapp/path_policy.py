@@ -115,6 +115,11 @@ def worker_checked_model(project_id: int, name: str, field: str = "model") -> st
     return checked
 
 
+def checked_image(image: str, field: str = "image") -> str:
+    """A prompt's image: an absolute path under IMPORT_ROOTS, resolved; PathRefused otherwise."""
+    return checked_path(image, import_rules(), field)
+
+
 def worker_checked_dataset_id(dataset_id: str, field: str = "dataset_id") -> str:
     """checked_dataset_id, and a hub id must not be a file or folder relative to the worker's working directory."""
     rules = import_rules()

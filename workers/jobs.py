@@ -12,9 +12,9 @@ from typing import Callable, Iterator
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
-from webapp.jobs import Job, JobStatus
+from webapp.jobs import Job, JobStatus, JobTakenOver
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +49,13 @@ def heartbeat_while_running(model: type[Job], pk: int, worker: str) -> Iterator[
     def beat() -> None:
         try:
             while not stop.wait(settings.JOB_HEARTBEAT_SECONDS):
-                if not model.heartbeat(pk, worker):
-                    logger.warning("%s %s is no longer this worker's: heartbeat stopped", model.__name__, pk)
-                    return
+                try:
+                    if not model.heartbeat(pk, worker):
+                        logger.warning("%s %s is no longer this worker's: heartbeat stopped", model.__name__, pk)
+                        return
+                except DatabaseError:  # a locked SQLite file, a Postgres restart: beat again next time
+                    logger.warning("%s %s: heartbeat failed, retrying", model.__name__, pk, exc_info=True)
+                    connection.close_if_unusable_or_obsolete()
         finally:
             connection.close()  # the thread's own database connection
 
@@ -79,10 +83,12 @@ def execute_job(kind: str, pk: int, body: Callable[[Job], None]) -> str:
     try:
         with heartbeat_while_running(model, pk, worker):
             body(row)
+    except JobTakenOver as lost:
+        logger.warning("%s %s stopped, recording nothing: %s", kind, pk, lost)
+        return "taken over"
     except JobCancelled:
         if model.finish(pk, JobStatus.CANCELLED, log_line="cancelled by request", worker=worker):
             return JobStatus.CANCELLED
-        logger.warning("%s %s stopped: the row was taken over by another worker", kind, pk)
         return "taken over"
     except Exception as error:  # the row records every failure, whatever its kind
         logger.exception("%s %s failed", kind, pk)

@@ -18,6 +18,7 @@ from webapp.long2short.models import Long2ShortVariant
 from webapp.long2short.parents import id_list, source_run
 from common.path_rules import PathRefused
 from webapp.path_policy import (
+    checked_image,
     MODEL_KNOBS, checked_checkpoint_path, worker_checked_dataset_id, worker_checked_model,
 )
 from webapp.prompts.models import PromptSetImport
@@ -57,8 +58,10 @@ def check_audit_paths(audit: GraderAudit) -> None:
 
 
 def check_run_paths(run: RLRun) -> None:
-    """The run's model and judge model."""
+    """The run's model and judge model, and its prompts' images."""
     check_config_models(run.project_id, run.config)
+    for image in run.prompt_set.prompts.exclude(image="").values_list("image", flat=True).distinct():
+        checked_image(image)
 
 
 def check_variant_paths(variant: Long2ShortVariant) -> None:

@@ -23,8 +23,7 @@ def requeue_abandoned_jobs() -> list[tuple[str, int]]:
     """One recovery pass over every job kind; returns the (kind, id) pairs whose tasks were sent again."""
     requeued = []
     for kind in JOB_MODELS:
-        for pk in job_model(kind).recover_stale():
-            enqueue_job(kind, pk)
+        for pk in job_model(kind).recover_stale(send=lambda pk, kind=kind: enqueue_job(kind, pk)):
             requeued.append((kind, pk))
     if requeued:
         logger.warning("re-queued abandoned jobs: %s", requeued)

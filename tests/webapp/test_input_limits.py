@@ -125,3 +125,40 @@ def test_a_deployment_knob_is_refused_from_a_user(api_for, alice, project, promp
     assert response.status_code == 400
     assert response.json()["config"] == {"vllm_sidecar_socket": [
         "a deployment setting of the workers (their environment), not of a run"]}
+
+
+def test_a_number_too_large_for_a_float_is_refused_naming_where(api_for, alice, project, prompt_set):
+    response = api_for(alice).generic("POST", "/api/prompts/", f'{{"prompt_set": {prompt_set.pk}, "problem": "p", '
+                                      '"test_cases": [{"input": 1e999, "output": "1"}]}', content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("test_cases[0].input: a number too large for a float")
+
+
+def test_a_json_body_over_its_limit_is_refused(api_for, alice, project, settings):
+    settings.MAX_JSON_BYTES = 100
+    response = api_for(alice).post("/api/prompt-sets/", {"project": project.pk, "name": "x" * 200}, format="json")
+    assert response.status_code == 400 and "MIRRORLAB_MAX_JSON_BYTES" in response.json()["detail"]
+
+
+def test_the_rendezvous_id_is_refused_from_a_user(api_for, alice, project, prompt_set):
+    response = raw_run_post(api_for(alice), project, prompt_set, '{"rdzv_id": "mirrorlab-run-1"}')
+    assert response.status_code == 400 and list(response.json()["config"]) == ["rdzv_id"]
+
+
+def test_a_prompt_image_outside_the_import_roots_is_refused(api_for, alice, project, prompt_set, settings, tmp_path):
+    settings.IMPORT_ROOTS = [str(tmp_path / "images")]
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "ok.png").write_bytes(b"png")
+    lines = [{"problem": "a", "answer": "1", "image": str(tmp_path / "images" / "ok.png")},
+             {"problem": "b", "answer": "2", "image": "/etc/passwd"}]
+    response = api_for(alice).post(f"/api/prompt-sets/{prompt_set.pk}/upload/", {"file": upload(lines)},
+                                   format="multipart")
+    assert response.status_code == 400
+    assert response.json()["file"][0].startswith("line 2: image: '/etc/passwd' is not a path this project may use")
+    single = api_for(alice).post("/api/prompts/", {"prompt_set": prompt_set.pk, "problem": "c", "answer": "3",
+                                                   "image": "../../etc/passwd"}, format="json")
+    assert single.status_code == 400 and "not an absolute path" in single.json()["image"][0]
+    ok = api_for(alice).post(f"/api/prompt-sets/{prompt_set.pk}/upload/", {"file": upload(lines[:1])},
+                             format="multipart")
+    assert ok.status_code == 201
+    assert prompt_set.prompts.order_by("-position").first().image == str(tmp_path / "images" / "ok.png")

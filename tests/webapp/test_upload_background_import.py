@@ -95,3 +95,17 @@ def test_the_worker_refuses_an_upload_path_outside_the_projects_folder(api_for, 
     job.upload_file = str(tmp_path / "elsewhere.jsonl")
     with pytest.raises(PathRefused, match="not in this project's uploads folder"):
         check_import_paths(job)
+
+
+def test_a_second_attempt_of_an_append_does_not_append_again(api_for, alice, prompt_set):
+    response = api_for(alice).post(f"/api/prompt-sets/{prompt_set.pk}/upload/", {"file": jsonl(30)},
+                                   format="multipart")
+    job = PromptSetImport.objects.get(pk=response.json()["id"])
+    stored = Path(job.upload_file).read_bytes()
+    assert run_import(job.pk).status == JobStatus.SUCCEEDED
+    # a stalled first worker wakes up and runs the append again from the file it had read
+    Path(job.upload_file).write_bytes(stored)
+    from webapp.prompts.services import import_uploaded_file
+
+    assert import_uploaded_file(job, progress=lambda line: None) == prompt_set
+    assert prompt_set.prompts.count() == 32 and not Path(job.upload_file).exists()

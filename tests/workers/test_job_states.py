@@ -80,20 +80,35 @@ def test_recovery_requeues_a_dead_workers_job_and_leaves_live_ones(run, project,
     live = RLRun.objects.create(project=project, name="live", prompt_set=prompt_set, owner=alice, config=run.config)
     as_running(run)
     as_running(live, worker="live-host:2", heartbeat_age=timedelta(seconds=1))
-    assert RLRun.recover_stale() == [run.pk]
+    sent = []
+    assert RLRun.recover_stale(send=sent.append) == [run.pk] and sent == [run.pk]
     run.refresh_from_db()
     live.refresh_from_db()
     assert (run.status, run.worker) == (JobStatus.QUEUED, "") and run.log.rstrip().endswith("re-queued")
     assert "worker dead-host:1 lost" in run.log
     assert (live.status, live.worker) == (JobStatus.RUNNING, "live-host:2")
-    assert RLRun.recover_stale() == []  # a second pass (another worker's) moves nothing
+    assert RLRun.recover_stale(send=sent.append) == [] and sent == [run.pk]  # a second pass moves nothing
 
 
 def test_recovery_finishes_a_dead_workers_job_with_a_pending_cancel_as_cancelled(run):
     as_running(run, cancel_requested=True)  # the cancel came while the worker was alive, then it died
-    assert RLRun.recover_stale() == []
+    assert RLRun.recover_stale(send=pytest.fail) == []
     run.refresh_from_db()
     assert run.status == JobStatus.CANCELLED and run.finished_at and "cancelled as requested" in run.log
+
+
+def test_a_failed_send_leaves_the_row_running_and_stale_for_the_next_pass(run):
+    as_running(run)
+
+    def broker_down(pk):
+        raise ConnectionError("broker unreachable")
+
+    with pytest.raises(ConnectionError):
+        RLRun.recover_stale(send=broker_down)
+    run.refresh_from_db()
+    assert (run.status, run.worker) == (JobStatus.RUNNING, "dead-host:1") and "re-queued" not in run.log
+    sent = []
+    assert RLRun.recover_stale(send=sent.append) == [run.pk] and sent == [run.pk]
 
 
 @pytest.mark.parametrize("ended", [JobStatus.FAILED, JobStatus.CANCELLED])
@@ -109,7 +124,7 @@ def test_a_worker_whose_row_was_taken_over_stops_and_records_nothing(run):
     def steps(row):
         # while this worker stalled, recovery re-queued the row and another worker claimed it
         RLRun.objects.filter(pk=row.pk).update(heartbeat_at=timezone.now() - LONG_AGO)
-        assert RLRun.recover_stale() == [row.pk] and RLRun.claim(row.pk, "worker-b")
+        assert RLRun.recover_stale(send=lambda pk: None) == [row.pk] and RLRun.claim(row.pk, "worker-b")
         raise_if_cancelled(row)
         pytest.fail("a taken-over job must stop")
 
@@ -126,6 +141,25 @@ def test_a_job_that_ends_after_losing_its_row_does_not_overwrite_the_new_owners_
     execute_job("rl_run", run.pk, steps)
     run.refresh_from_db()
     assert (run.status, run.error) == (JobStatus.RUNNING, "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_survives_a_database_error(run, settings, monkeypatch):
+    from django.db import OperationalError
+
+    settings.JOB_HEARTBEAT_SECONDS = 0.1
+    calls = []
+    beat = RLRun.heartbeat.__func__
+
+    def flaky(cls, pk, worker=None):
+        calls.append(pk)
+        if len(calls) == 1:
+            raise OperationalError("database is locked")
+        return beat(cls, pk, worker)
+
+    monkeypatch.setattr(RLRun, "heartbeat", classmethod(flaky))
+    assert execute_job("rl_run", run.pk, lambda row: time.sleep(0.6)) == JobStatus.SUCCEEDED
+    assert len(calls) >= 3  # it went on beating after the error
 
 
 @pytest.mark.django_db(transaction=True)

@@ -139,3 +139,14 @@ def test_a_variant_of_a_registered_checkpoint_no_longer_allowed_fails(run, model
     assert variant.status == JobStatus.FAILED
     assert variant.error.startswith(f"PathRefused: parent_checkpoint: '{model_root / 'qwen'}' is not a path")
     assert not EvalRun.objects.exists()
+
+
+def test_a_run_whose_prompt_image_is_no_longer_allowed_fails_before_training(run, settings, tmp_path):
+    from webapp.prompts.models import Prompt
+
+    Prompt.objects.create(prompt_set=run.prompt_set, position=99, problem="look", answer="1",
+                          image="/etc/passwd")  # queued around the API (an old row, or a changed root)
+    run = run_in_process("rl_run", run)
+    assert run.status == JobStatus.FAILED
+    assert run.error.startswith("PathRefused: image: '/etc/passwd' is not a path this project may use")
+    assert not IterationMetric.objects.filter(run=run).exists()

@@ -77,7 +77,8 @@ class ExecutionSection:
         group="execution",
     )
     rdzv_id: str | None = knob(
-        None, "Rendezvous id shared by the run's nodes (empty = derived from the run).", group="execution"
+        None, "Rendezvous id shared by the run's nodes (empty = derived from the run). Command line only: the web "
+        "app always derives it, so no run can join another's rendezvous.", group="execution", deployment=True,
     )
 
     def section_errors(self) -> dict[str, str]:

@@ -10,14 +10,16 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from common.prompt_files import ParsedPrompt, PromptFileError, parse_prompt_file
-from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
+from common.path_rules import PathRefused
+from common.prompt_files import ParsedPrompt, parse_prompt_file
 from webapp.celery import enqueue_job
+from webapp.path_policy import checked_image
+from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
 
 
 class PromptLimitError(ValueError):
-    """Prompts over the deployment's limits (MAX_PROMPT_CHARS, MAX_PROMPTS_PER_SET); `field` is the input
-    that carried them (file, problem or answer)."""
+    """Prompts over the deployment's limits (MAX_PROMPT_CHARS, MAX_PROMPTS_PER_SET) or with an image path the
+    path rule refuses; `field` is the input that carried them (file, problem, answer or image)."""
 
     def __init__(self, field: str, reason: str):
         self.field = field
@@ -49,7 +51,7 @@ def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
     """
     prompts = list(prompts)
     rows = [
-        Prompt(problem=item.problem, image=item.image, answer=item.answer, test_cases=item.test_cases,
+        Prompt(problem=item.problem, image=allowed_image(item), answer=item.answer, test_cases=item.test_cases,
                domain=item.domain, tags=list(item.tags), difficulty=item.difficulty, pass_rate=item.pass_rate)
         for item in prompts
     ]
@@ -62,9 +64,23 @@ def add_prompts(prompt_set: PromptSet, prompts: Iterable[ParsedPrompt]) -> int:
     return len(rows)
 
 
+def allowed_image(item: ParsedPrompt, field: str = "file") -> str:
+    """A prompt's image path, resolved, when the path rule allows it (under MIRRORLAB_IMPORT_ROOTS): workers
+    open it, so a path elsewhere (another project's files, the app's own) is refused naming the line."""
+    if not item.image:
+        return ""
+    try:
+        return checked_image(item.image)
+    except PathRefused as refused:
+        where = f"line {item.line}: " if field == "file" else ""
+        raise PromptLimitError(field, f"{where}image: {refused.reason}") from None
+
+
 def add_prompt(prompt_set: PromptSet, **fields) -> Prompt:
     """One prompt appended at the set's end (the API's single-prompt create), in turn with other appends."""
     single = ParsedPrompt(line=1, problem=fields.get("problem", ""), answer=fields.get("answer", ""))
+    if fields.get("image"):
+        fields["image"] = allowed_image(ParsedPrompt(line=1, problem="", image=fields["image"]), field="image")
     with transaction.atomic():
         position = _lock_for_append(prompt_set)
         check_prompt_limits(prompt_set.prompts.count(), [single], field="problem")
@@ -154,17 +170,16 @@ def import_uploaded_file(job: PromptSetImport, progress) -> PromptSet:
         prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
         progress(f"{len(prompts)} prompts valid; writing them")
         if job.append_to_id is None:
-            prompt_set = complete_prompt_import(job, prompts, job.config.get("file_name", ""))
-        else:
-            with transaction.atomic():
-                prompt_set = job.append_to
-                add_prompts(prompt_set, prompts)
-                PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=prompt_set)
-    except (PromptFileError, PromptLimitError):
-        path.unlink(missing_ok=True)  # refused for good: nothing was written, and the file is not kept
-        raise
-    path.unlink(missing_ok=True)
-    return prompt_set
+            return complete_prompt_import(job, prompts, job.config.get("file_name", ""))
+        with transaction.atomic():
+            locked = PromptSetImport.objects.select_for_update().get(pk=job.pk)
+            if locked.prompt_set_id is not None:  # another attempt of this job appended it already
+                return locked.prompt_set
+            add_prompts(job.append_to, prompts)
+            PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=job.append_to)
+            return job.append_to
+    finally:  # the job ends here (imported, or refused for good): the stored file is not kept
+        path.unlink(missing_ok=True)
 
 
 def complete_prompt_import(job: PromptSetImport, prompts: list[ParsedPrompt], source: str) -> PromptSet:
