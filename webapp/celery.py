@@ -51,7 +51,8 @@ def enqueue_job(kind: str, pk: int) -> None:
     app.send_task(task_name, args=[pk], queue=queue)
 
 
-def enqueue_node_join(run_id: int, node_index: int) -> None:
-    """Queue the task by which one more gpu-queue worker's node joins running multi-node run `run_id`."""
+def enqueue_node_join(run_id: int, node_index: int, claimer: str) -> None:
+    """Queue the task by which one more gpu-queue worker's node joins running multi-node run `run_id`, as long as
+    the worker `claimer` that asked still holds the run."""
     task_name, queue = NODE_JOIN_TASK
-    app.send_task(task_name, args=[run_id, node_index], queue=queue)
+    app.send_task(task_name, args=[run_id, node_index, claimer], queue=queue)

@@ -34,11 +34,12 @@ def run_rl(run_id: int) -> str:
 
 
 @app.task(name="mirrorlab.join_rl_run")
-def join_rl_run(run_id: int, node_index: int) -> str:
-    """One more node of a running multi-node run: runs its torchrun, never claims the row."""
+def join_rl_run(run_id: int, node_index: int, claimer: str = "") -> str:
+    """One more node of a running multi-node run: runs its torchrun, never claims the row (nor joins once the
+    worker that asked, `claimer`, no longer holds it)."""
     from workers.rl_node_job import join_rl_run as join
 
-    return join(run_id, node_index)
+    return join(run_id, node_index, claimer)
 
 
 @app.task(name="mirrorlab.run_evaluation")

@@ -128,8 +128,8 @@ def test_a_deployment_knob_is_refused_from_a_user(api_for, alice, project, promp
 
 
 def test_a_number_too_large_for_a_float_is_refused_naming_where(api_for, alice, project, prompt_set):
-    response = api_for(alice).generic("POST", "/api/prompts/", f'{{"prompt_set": {prompt_set.pk}, "problem": "p", '
-                                      '"test_cases": [{"input": 1e999, "output": "1"}]}', content_type="application/json")
+    body = f'{{"prompt_set": {prompt_set.pk}, "problem": "p", "test_cases": [{{"input": 1e999, "output": "1"}}]}}'
+    response = api_for(alice).generic("POST", "/api/prompts/", body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["detail"].startswith("test_cases[0].input: a number too large for a float")
 
@@ -162,3 +162,13 @@ def test_a_prompt_image_outside_the_import_roots_is_refused(api_for, alice, proj
                              format="multipart")
     assert ok.status_code == 201
     assert prompt_set.prompts.order_by("-position").first().image == str(tmp_path / "images" / "ok.png")
+
+
+@pytest.mark.parametrize("text, depth", [
+    ('{"a": [1, {"b": "[[[["}]}', 3), ('{"s": "a\\\\\\"[["}', 1), ('{"k\\"[": [[1]]}', 3), ("[]", 1), ('"x"', 0),
+    ("[" * 5000 + "]" * 5000, 5000),
+])
+def test_nesting_is_counted_outside_strings_only(text, depth):
+    from webapp.parsers import nesting_depth
+
+    assert nesting_depth(text) == depth

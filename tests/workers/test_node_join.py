@@ -59,3 +59,14 @@ def test_the_worker_s_sidecar_socket_reaches_the_engine_config_unless_the_run_se
     settings.VLLM_SIDECAR_SOCKET = ""
     run.config = config_to_dict(parse_config(RLConfig, {}))
     assert run_config(run).vllm_sidecar_socket is None
+
+
+@pytest.mark.django_db
+def test_a_join_asked_by_a_claim_the_run_no_longer_holds_does_not_join(run):
+    from workers.rl_node_job import node_watch
+
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, worker="second:2",
+                                           config={**run.config, **TWO_NODES, "nproc_per_node": 1})
+    assert join_rl_run(run.pk, 1, claimer="first:1") == "taken over"
+    assert node_watch(run.pk, "node 1", claimer="first:1").still_running() is False
+    assert node_watch(run.pk, "node 1", claimer="second:2").still_running() is True
