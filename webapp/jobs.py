@@ -11,6 +11,7 @@ The state machine (every state has a way out; tests/workers/test_job_states.py w
     running --cancel (user) while the heartbeat is stale---------> cancelled at once
     running --heartbeat stale, no cancel (periodic recovery)-----> queued, and its task sent again
     running --heartbeat stale, cancel pending (periodic recovery)-> cancelled
+    running --cancel pending for JOB_CANCEL_GRACE_SECONDS: the heartbeat stops, then recovery -> cancelled
     failed, cancelled --resume (user; RL runs and variants)------> queued
 
 A worker claims a row with one conditional UPDATE (exactly one caller wins); while the job runs, a

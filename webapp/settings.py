@@ -156,6 +156,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 10)
 JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 90)
 JOB_RECOVERY_INTERVAL_SECONDS = envint("JOB_RECOVERY_INTERVAL_SECONDS", 30)
+# A running job that has not stopped this long after its cancel (hung) stops beating, and recovery cancels it.
+JOB_CANCEL_GRACE_SECONDS = envint("JOB_CANCEL_GRACE_SECONDS", 600)
 if JOB_STALE_AFTER_SECONDS < 3 * JOB_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("JOB_STALE_AFTER_SECONDS must be at least three heartbeats (JOB_HEARTBEAT_SECONDS)")
 

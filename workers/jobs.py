@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import traceback
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -43,13 +44,26 @@ def raise_if_cancelled(row: Job) -> None:
 @contextmanager
 def heartbeat_while_running(model: type[Job], pk: int, worker: str) -> Iterator[None]:
     """Stamp the row's heartbeat every JOB_HEARTBEAT_SECONDS from a thread while the job runs, so the
-    periodic recovery tells a live worker from a dead one whatever the length of the job's steps."""
+    periodic recovery tells a live worker from a dead one whatever the length of the job's steps.
+
+    A job still running JOB_CANCEL_GRACE_SECONDS after its cancel was requested (hung, say, in a stuck
+    collective) loses its heartbeat: the recovery then finishes it as cancelled, and the job, if it ever wakes,
+    finds its claim gone and stops without recording anything.
+    """
     stop = threading.Event()
 
     def beat() -> None:
+        cancel_seen_at = None
         try:
             while not stop.wait(settings.JOB_HEARTBEAT_SECONDS):
                 try:
+                    if cancel_seen_at is None and model.cancel_was_requested(pk):
+                        cancel_seen_at = time.monotonic()
+                    if cancel_seen_at is not None and \
+                            time.monotonic() - cancel_seen_at > settings.JOB_CANCEL_GRACE_SECONDS:
+                        model.append_log(pk, f"still running {settings.JOB_CANCEL_GRACE_SECONDS} s after its cancel: "
+                                             "heartbeat stopped, so recovery finishes it as cancelled")
+                        return
                     if not model.heartbeat(pk, worker):
                         logger.warning("%s %s is no longer this worker's: heartbeat stopped", model.__name__, pk)
                         return

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from webapp.jobs import JobStatus
+from webapp.jobs import JobStatus, JobTakenOver
 from webapp.runs.models import RLRun
 from webapp.runs.services import resume_run
 from workers.jobs import execute_job, raise_if_cancelled, worker_name
@@ -176,3 +176,22 @@ def test_the_heartbeat_thread_stamps_the_row_while_a_long_step_runs(run, setting
     assert beats[0] >= timedelta(seconds=0.6)
     assert worker_name() in RLRun.objects.get(pk=run.pk).log
 
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_hung_past_the_cancel_grace_loses_its_heartbeat_and_recovery_cancels_it(run, settings):
+    settings.JOB_HEARTBEAT_SECONDS = 0.05
+    settings.JOB_CANCEL_GRACE_SECONDS = 0.3
+    settings.JOB_STALE_AFTER_SECONDS = 0.5
+
+    def hung(row):
+        assert RLRun.objects.get(pk=row.pk).request_cancel() == "cancel requested"  # alive: only flagged
+        time.sleep(1.2)  # hung: never checks between steps, but its worker lives
+        assert RLRun.recover_stale(send=pytest.fail) == []  # any worker's next recovery pass
+        with pytest.raises(JobTakenOver):  # what the job sees if it ever wakes
+            row.should_stop()
+
+    assert execute_job("rl_run", run.pk, hung) == "taken over"
+    run.refresh_from_db()
+    assert run.status == JobStatus.CANCELLED and "heartbeat stopped, so recovery" in run.log
+    assert "cancelled as requested" in run.log
