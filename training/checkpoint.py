@@ -80,8 +80,18 @@ def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: 
     if final.exists():
         shutil.rmtree(final)
     os.replace(staging, final)
-    size = sum(path.stat().st_size for path in final.rglob("*") if path.is_file())
-    return CheckpointReport(iteration=iteration, path=final, size_bytes=size)
+    return checkpoint_report(final)
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under a folder (a checkpoint's size)."""
+    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
+
+
+def checkpoint_report(folder: Path) -> CheckpointReport:
+    """The report of a saved checkpoint folder: its iteration (from the name), path and size."""
+    return CheckpointReport(iteration=int(folder.name.removeprefix(PREFIX)), path=folder,
+                            size_bytes=folder_bytes(folder))
 
 
 def complete_checkpoint_dirs(output_dir: Path) -> list[Path]:
@@ -89,13 +99,6 @@ def complete_checkpoint_dirs(output_dir: Path) -> list[Path]:
     folder = Path(output_dir) / "checkpoints"
     return sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE_FILE).exists()
                   and not p.name.endswith(".partial")) if folder.exists() else []
-
-
-def saved_checkpoints(output_dir: Path) -> list[CheckpointReport]:
-    """Every complete checkpoint on disk as the report its save gave (iteration from the folder name)."""
-    return [CheckpointReport(iteration=int(path.name.removeprefix(PREFIX)), path=path,
-                             size_bytes=sum(item.stat().st_size for item in path.rglob("*") if item.is_file()))
-            for path in complete_checkpoint_dirs(output_dir)]
 
 
 def latest_checkpoint(output_dir: Path) -> ResumeState | None:

@@ -7,6 +7,7 @@ judge models and dataset ids are checked against the project's rules of now.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from evaluation.datasets.prompt_import import PromptImportConfig
 from webapp.evals.models import EvalRun, GraderAudit
 from webapp.long2short.models import Long2ShortVariant
 from webapp.long2short.parents import id_list, source_run
-from common.path_rules import PathRefused
+from common.path_rules import PathRefused, is_within
 from webapp.path_policy import (
     checked_image,
     MODEL_KNOBS, checked_checkpoint_path, worker_checked_dataset_id, worker_checked_model,
@@ -77,8 +78,8 @@ def check_variant_paths(variant: Long2ShortVariant) -> None:
 def check_import_paths(job: PromptSetImport) -> None:
     """The imported dataset, or the stored upload (inside the project's own uploads folder)."""
     if job.upload_file:
-        own = (Path(settings.UPLOADS_DIR) / f"project-{job.project_id}").resolve()
-        if not Path(job.upload_file).resolve().is_relative_to(own):
+        own = os.path.realpath(Path(settings.UPLOADS_DIR) / f"project-{job.project_id}")
+        if not is_within(os.path.realpath(job.upload_file), own):
             raise PathRefused("upload_file", f"not in this project's uploads folder ({own})")
         return
     worker_checked_dataset_id(parse_config(PromptImportConfig, job.config).dataset_id)

@@ -21,7 +21,7 @@ from workers.jobs import JobCancelled
 from workers.path_checks import check_run_paths
 from workers.rl_node_job import request_node_joins
 from workers.rl_run_paths import run_paths, torchrun_run_key
-from training.checkpoint import saved_checkpoints
+from training.checkpoint import PREFIX, checkpoint_report, complete_checkpoint_dirs
 from training.torchrun.launcher import needs_torchrun, run_under_torchrun
 
 
@@ -105,15 +105,16 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
     its row is recorded."""
     recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
     recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
-    for report in saved_checkpoints(output_dir):
-        if report.iteration > recorded_iteration:
-            aside = report.path.with_name(report.path.name + ".partial")
+    for folder in complete_checkpoint_dirs(output_dir):
+        iteration = int(folder.name.removeprefix(PREFIX))
+        if iteration > recorded_iteration:
+            aside = folder.with_name(folder.name + ".partial")
             shutil.rmtree(aside, ignore_errors=True)  # a save that crashed midway left its staging folder
-            report.path.rename(aside)
-            RLRun.append_log(run.pk, f"checkpoint of iteration {report.iteration} set aside: its iteration was "
+            folder.rename(aside)
+            RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} set aside: its iteration was "
                                      "not recorded, so it is done again")
-        elif report.iteration not in recorded:
-            record_checkpoint(run, config, report)
+        elif iteration not in recorded:  # sized only here: a recorded checkpoint is not read again
+            record_checkpoint(run, config, checkpoint_report(folder))
 
 
 def run_rl_job(run: RLRun) -> None:

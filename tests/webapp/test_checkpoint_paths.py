@@ -12,12 +12,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def checkpoints(settings, tmp_path):
-    settings.CHECKPOINT_DIR = tmp_path / "checkpoints"
-    return settings.CHECKPOINT_DIR
-
-
-@pytest.fixture
 def model_root(settings, tmp_path):
     root = tmp_path / "shared-models"
     root.mkdir()

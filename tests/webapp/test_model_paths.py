@@ -15,12 +15,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def checkpoints(settings, tmp_path):
-    settings.CHECKPOINT_DIR = tmp_path / "checkpoints"
-    return settings.CHECKPOINT_DIR
-
-
-@pytest.fixture
 def secret_folder(charlie, checkpoints):
     """A checkpoint folder of charlie's project, which bob is no member of."""
     return model_folder(checkpoints / f"run-{other_projects_run(charlie).pk}" / "iteration-1")

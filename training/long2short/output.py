@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from training.checkpoint import folder_bytes
 from training.long2short.base import Long2ShortJob
 
 CHECKPOINT_FOLDER = "checkpoint"
@@ -45,8 +46,7 @@ def save_variant_checkpoint(model, tokenizer, job: Long2ShortJob, method: str, c
     if final.exists():
         shutil.rmtree(final)
     os.replace(staging, final)
-    size = sum(path.stat().st_size for path in final.rglob("*") if path.is_file())
-    return final, size
+    return final, folder_bytes(final)
 
 
 def load_parent(job: Long2ShortJob):

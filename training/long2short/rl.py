@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from common.knobs import parse_config
-from training.checkpoint import checkpoint_dir
+from training.checkpoint import checkpoint_dir, folder_bytes
 from training.config import Long2ShortRLConfig, RLConfig
 from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
 from training.backends import trainer_backends
@@ -57,9 +57,8 @@ def run(config: Long2ShortRLConfig, job: Long2ShortJob, hooks: Long2ShortHooks) 
     if not final.is_dir():  # a backend that trains nothing ("noop-test") leaves the parent's weights as they are
         hooks.log(f"trainer backend {rl_config.trainer_backend!r} wrote no checkpoint: the variant is the parent")
         final = job.parent_model_path
-    size = sum(path.stat().st_size for path in Path(final).rglob("*") if path.is_file())
-    return Long2ShortOutcome(checkpoint_path=Path(final), size_bytes=size, iteration=rl_config.iterations,
-                             metrics=iteration_metrics(reports, rl_config))
+    return Long2ShortOutcome(checkpoint_path=Path(final), size_bytes=folder_bytes(final),
+                             iteration=rl_config.iterations, metrics=iteration_metrics(reports, rl_config))
 
 
 def iteration_metrics(reports: list[IterationReport], rl_config: RLConfig) -> dict[str, float]:

@@ -13,6 +13,7 @@ from django.db.models import Max
 from common.path_rules import PathRefused
 from common.prompt_files import ParsedPrompt, parse_prompt_file
 from webapp.celery import enqueue_job
+from webapp.limits import megabytes
 from webapp.path_policy import checked_image
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
 
@@ -165,7 +166,7 @@ def import_uploaded_file(job: PromptSetImport, progress) -> PromptSet:
     """Worker side of a large upload: parse the stored file (all lines or none), create the set or append to
     it, link it to the job and delete the file. `progress(line)` reports each phase."""
     path = Path(job.upload_file)
-    progress(f"parsing {job.config.get('file_name', path.name)} ({path.stat().st_size / 1e6:.1f} MB)")
+    progress(f"parsing {job.config.get('file_name', path.name)} ({megabytes(path.stat().st_size)})")
     try:
         prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
         progress(f"{len(prompts)} prompts valid; writing them")

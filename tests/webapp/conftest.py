@@ -1,0 +1,12 @@
+"""Fixtures of the web app's tests beyond the shared ones (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def checkpoints(settings, tmp_path):
+    """The app's checkpoints folder, in the test's own temporary folder (the path-rule tests)."""
+    settings.CHECKPOINT_DIR = tmp_path / "checkpoints"
+    return settings.CHECKPOINT_DIR
