@@ -1,12 +1,18 @@
 """Partial rollouts versus whole rollouts on a heavy-tailed response-length workload, torch and vLLM engines.
 
-Both modes run the same RL loop on the same problems and train on full batches (batch_size groups of k
+Every mode runs the same RL loop on the same problems and trains on full batches (batch_size groups of k
 finished responses every iteration). Whole: each iteration waits for its longest response. Partial
 (report §2.6.2): a response grows at most --budget tokens per iteration, longer ones wait in the replay
-buffer while fresh problems fill the batch. Printed side by side, in the steady state (after --settle
-iterations, once the replay buffer has filled): median iteration and training seconds, trained responses per
-second, generated tokens per second and the share of trained tokens from older policies; and the wall time
-to --target trained responses from the start; with partial/whole ratios.
+buffer while fresh problems fill the batch. Overlap: partial rollouts, and the next batch is rolled out
+while the trainer updates (overlap_rollouts, one step off-policy); whole-overlap: whole rollouts so.
+Printed side by side, in the steady state (after --settle iterations, once the replay buffer has filled):
+median iteration, training and rollout-wait seconds, trained responses per second, generated tokens per
+second and the share of trained tokens from older policies; and the wall time to --target trained
+responses from the start; with each mode's ratio to whole.
+
+Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
+baseline is not held to one core while an overlapped run uses two); overlapped modes run one thread on each
+side (rollouts, training).
 
 Workloads (benchmarks/workloads.py): two_mode (default; 90% of responses short, mean 20 tokens, 10% long,
 running to --max-tokens) and geometric (every token equally likely: lengths geometric with mean ~391,
@@ -27,12 +33,19 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PROMPT_END_TOKEN = 29  # the last token of every arithmetic prompt of the tiny tokenizer
+MODES = ("whole", "partial", "overlap", "whole-overlap")
 
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("two_mode", "geometric"), default="two_mode")
     parser.add_argument("--engines", default="torch,vllm", help="comma-separated: torch, vllm (empty: none)")
+    parser.add_argument("--modes", default="whole,partial,overlap",
+                        help=f"comma-separated, whole first: {', '.join(MODES)}")
+    parser.add_argument("--sync-threads", type=int, default=os.cpu_count(),
+                        help="torch intra-op threads of the synchronous modes")
+    parser.add_argument("--overlap-threads", type=int, default=1,
+                        help="torch intra-op threads of the trainer when overlapped (the rollout thread: 1)")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--settle", type=int, default=10, help="iterations left out of the steady-state figures")
     parser.add_argument("--batch", type=int, default=8, help="problems per iteration")
@@ -82,6 +95,7 @@ def throughput(reports, samples: int, target: int, settle: int) -> dict[str, flo
     seconds = sum(report.seconds for report in steady)
     return {"iteration_s": statistics.median(report.seconds for report in steady),
             "train_s": statistics.median(report.extra["train_seconds"] for report in steady),
+            "rollout_wait_s": statistics.median(report.extra.get("rollout_wait_seconds", 0.0) for report in steady),
             "responses_trained_per_s": sum(report.extra["groups_trained"] * samples for report in steady) / seconds,
             "seconds_to_target": to_target,
             "tokens_generated_per_s": sum(report.tokens_generated for report in steady) / seconds,
@@ -89,25 +103,43 @@ def throughput(reports, samples: int, target: int, settle: int) -> dict[str, flo
             "policy_version_span_max": max(report.extra["policy_version_span"] for report in reports)}
 
 
+def mode_settings(mode: str, args) -> dict:
+    """The knobs of one mode on top of the common ones."""
+    partial = {"partial_rollout_token_budget": args.budget, "max_parked_groups": args.max_parked}
+    return {"whole": {}, "partial": partial, "overlap": {**partial, "overlap_rollouts": True},
+            "whole-overlap": {"overlap_rollouts": True}}[mode]
+
+
 def speed(args, model: Path, models_dir: Path) -> None:
+    import torch
+
     prompt_records = records(256, seed=1)
     base = dict(model=str(model), iterations=args.iterations, batch_size=args.batch,
                 samples_per_problem=args.samples, max_response_tokens=args.max_tokens, learning_rate=1e-6)
+    modes = args.modes.split(",")
+    if any(mode not in MODES for mode in modes) or (len(modes) > 1 and modes[0] != "whole"):
+        raise SystemExit(f"--modes: whole first, then any of {', '.join(MODES[1:])}")
     if args.target > args.iterations * args.batch * args.samples:
         raise SystemExit("--target exceeds the responses the run trains; raise --iterations")
     print(f"{args.workload} workload, {args.iterations} iterations of {args.batch} problems x k={args.samples}, "
           f"max {args.max_tokens} tokens, budget {args.budget}, max_parked_groups {args.max_parked}; steady state: "
-          f"iterations {args.settle + 1}..{args.iterations}; seconds_to_target counts from iteration 1")
-    print(f"{'engine':<7}{'metric':<26}{'whole':>12}{'partial':>12}{'partial/whole':>15}")
+          f"iterations {args.settle + 1}..{args.iterations}; seconds_to_target counts from iteration 1; "
+          f"torch threads: {args.sync_threads} in synchronous modes; overlapped, {args.overlap_threads} training "
+          f"and 1 rolling out")
+    print(f"{'engine':<7}{'metric':<26}" + "".join(f"{mode:>15}" for mode in modes)
+          + "".join(f"{mode + '/whole':>22}" for mode in modes[1:]))
     for engine in args.engines.split(","):
-        whole = throughput(run_loop({**base, "rollout_engine": engine}, models_dir, prompt_records),
-                           args.samples, args.target, args.settle)
-        partial = throughput(run_loop({**base, "rollout_engine": engine, "partial_rollout_token_budget": args.budget,
-                                       "max_parked_groups": args.max_parked}, models_dir, prompt_records),
-                             args.samples, args.target, args.settle)
+        figures = {}
+        for mode in modes:
+            torch.set_num_threads(args.overlap_threads if "overlap" in mode else args.sync_threads)
+            reports = run_loop({**base, "rollout_engine": engine, **mode_settings(mode, args)}, models_dir,
+                               prompt_records)
+            figures[mode] = throughput(reports, args.samples, args.target, args.settle)
+        whole = figures[modes[0]]
         for name in whole:
-            ratio = partial[name] / whole[name] if whole[name] else float("nan")
-            print(f"{engine:<7}{name:<26}{whole[name]:>12.3f}{partial[name]:>12.3f}{ratio:>15.2f}")
+            ratios = [figures[mode][name] / whole[name] if whole[name] else float("nan") for mode in modes[1:]]
+            print(f"{engine:<7}{name:<26}" + "".join(f"{figures[mode][name]:>15.3f}" for mode in modes)
+                  + "".join(f"{ratio:>22.2f}" for ratio in ratios), flush=True)
 
 
 def learning(args, models_dir: Path) -> None:

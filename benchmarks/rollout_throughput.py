@@ -58,7 +58,7 @@ def main() -> None:
     arguments = parse_arguments()
     from training.models.loading import load_model, load_tokenizer
     from training.models.tiny import create_tiny_preset
-    from training.rollout.base import RolloutRequest, SamplingSettings
+    from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
     from training.rollout.torch_engine import TorchRolloutEngine
     from training.rollout.vllm_engine import build
     from training.tasks.arithmetic import generate
@@ -79,7 +79,7 @@ def main() -> None:
         torch_rate, torch_tokens = rollout_tokens_per_second(
             TorchRolloutEngine(model, tokenizer), requests, settings, arguments.repeats)
         started = time.perf_counter()
-        vllm_engine = build(model, tokenizer, model_dir, config=None)
+        vllm_engine = build(model, tokenizer, model_dir, EngineSettings())
         start_seconds = time.perf_counter() - started
         try:
             vllm_rate, vllm_tokens = rollout_tokens_per_second(vllm_engine, requests, settings, arguments.repeats)

@@ -46,8 +46,14 @@ DrawGroups = Callable[[int, int], list[Group]]
 
 
 def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: int, parked_limit: int,
-                       settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey) -> IterationRollouts:
-    """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit."""
+                       settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey,
+                       policy_iteration: int | None = None) -> IterationRollouts:
+    """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit.
+
+    policy_iteration: the iteration whose starting policy the engine holds, stamped on every new token
+    (None = streams.iteration; rollouts made ahead, during the previous iteration's update, pass that one).
+    """
+    policy_iteration = streams.iteration if policy_iteration is None else policy_iteration
     carried = sorted(buffer.take_all(), key=lambda group: group.age)
     result = IterationRollouts(finished=[group for group in carried if group.finished])
     pending = [group for group in carried if not group.finished]
@@ -59,7 +65,7 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget
     while True:
         waiting += _roll(engine, budgeted, complete, settings, limits,
-                         dataclasses.replace(streams, round=result.rounds), result)
+                         dataclasses.replace(streams, round=result.rounds), policy_iteration, result)
         result.rounds += 1
         need = share - len(result.finished)
         if not any(count > 0 for count in distributed.all_gather_objects(need)):
@@ -84,7 +90,7 @@ def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],
 
 
 def _roll(engine, budgeted: list[Group], complete: list[Group], settings: SamplingSettings,
-          limits: RolloutLimits, streams: StreamKey, result: IterationRollouts) -> list[Group]:
+          limits: RolloutLimits, streams: StreamKey, policy_iteration: int, result: IterationRollouts) -> list[Group]:
     """One round in one engine call: a segment for the budgeted groups, whole responses for `complete`.
 
     Returns the groups left unfinished.
@@ -92,7 +98,7 @@ def _roll(engine, budgeted: list[Group], complete: list[Group], settings: Sampli
     result.groups_completed_over_budget += len(complete)
     if not budgeted and not complete:
         return []
-    collected = collect_rollouts(engine, budgeted + complete, settings, limits, streams.iteration, streams,
+    collected = collect_rollouts(engine, budgeted + complete, settings, limits, policy_iteration, streams,
                                  complete=complete)
     result.add(collected)
     return collected.unfinished

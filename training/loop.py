@@ -1,4 +1,4 @@
-"""The RL loop of METHOD.md sections 3 to 7: iterative, synchronous, one screen long."""
+"""The RL loop of METHOD.md sections 3 to 7: iterative, synchronous (or one step ahead), one screen long."""
 
 from __future__ import annotations
 
@@ -50,35 +50,55 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
 
 
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:
-    """Roll out a full batch of finished groups, score it, update the policy, hand the new weights over."""
+    """Roll out a full batch of finished groups, score it, update the policy, hand the new weights over.
+
+    With overlap_rollouts the batch was rolled out during the previous iteration's update, and the next one
+    is rolled out during this one's (training.rollouts_ahead).
+    """
     started = time.perf_counter()
-    config, context = session.config, session.context
-    rollouts = roll_out_iteration(
-        session.engine, session.buffer, lambda count, first: draw_groups(session, iteration, count, first),
-        share=_share(config.batch_size, context), parked_limit=_share(config.parked_group_limit, context),
-        settings=SamplingSettings(max_new_tokens=config.max_response_tokens, temperature=config.temperature,
-                                  stop_repeats=REPEAT_LIMITS if config.repeat_penalty > 0 else None),
-        limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
-                             config.samples_per_problem),
-        streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank))
+    config = session.config
+    rollouts = session.ahead.take(iteration)
+    if rollouts is None:
+        rollouts = roll_out(session, iteration)
     scored = score_groups(rollouts.finished, session.records, session.tokenizer, config, iteration,
                           session.rewards) if rollouts.finished else None
     samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
         rank_results(rollouts, scored, len(session.buffer), iteration, samples)))
+    if batch_results.scored is not None:
+        session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
+    if config.overlap_rollouts and iteration < config.iterations:  # the sampler has this batch's pass rates
+        session.ahead.start(iteration + 1, lambda: roll_out(session, iteration + 1, policy_iteration=iteration))
     update = {}
     if batch_results.scored is not None:  # some rank finished a group: all ranks take part in the update
-        session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
         batch = build_policy_batch(rollouts.finished, session.tokenizer.pad_token_id, iteration,
                                    config.exclude_segments_older_than) if rollouts.finished else None
         session.engine.release_for_training()  # hybrid engines: free rollout memory, onload the trainer
         training_started = time.perf_counter()
         update = session.trainer.update(batch, scored.rewards if scored is not None else None)
         update["train_seconds"] = time.perf_counter() - training_started
+    if config.overlap_rollouts:  # the engine keeps the old weights until the rollouts made ahead are done
+        update["rollout_wait_seconds"] = session.ahead.wait()
+    if batch_results.scored is not None:
         session.engine.update_weights(session.model)
     update |= session.engine.take_phase_seconds()  # hybrid engines: seconds of each switch phase
     update |= judge_counts(session)
     return iteration_report(iteration, batch_results, update, time.perf_counter() - started)
+
+
+def roll_out(session: RunSession, iteration: int, policy_iteration: int | None = None) -> IterationRollouts:
+    """This rank's finished groups for `iteration`, sampled by the engine's current weights: those that started
+    `policy_iteration` (default: this iteration)."""
+    config, context = session.config, session.context
+    return roll_out_iteration(
+        session.engine, session.buffer, lambda count, first: draw_groups(session, iteration, count, first),
+        share=_share(config.batch_size, context), parked_limit=_share(config.parked_group_limit, context),
+        settings=SamplingSettings(max_new_tokens=config.max_response_tokens, temperature=config.temperature,
+                                  stop_repeats=REPEAT_LIMITS if config.repeat_penalty > 0 else None),
+        limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
+                             config.samples_per_problem),
+        streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank),
+        policy_iteration=policy_iteration)
 
 
 def judge_counts(session: RunSession) -> dict[str, float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -24,6 +24,7 @@ from grading.cot_judge.modes import RULE
 from training.rewards import CorrectnessRewards
 from training.rollout import rollout_engines
 from training.rollout.base import EngineSettings
+from training.rollouts_ahead import RolloutsAhead
 from training.sampling import ProblemSampler, make_sampler
 from training.sft import warmup_sft
 from training.tasks.arithmetic import warmup_traces
@@ -49,18 +50,20 @@ class RunSession:
     next_iteration: int
     context: distributed.DistributedContext = distributed.SINGLE_PROCESS
     rewards: CorrectnessRewards | None = None  # the run's grader, closed with the session
+    ahead: RolloutsAhead = field(default_factory=RolloutsAhead)  # overlap_rollouts: the next batch, in the making
 
     @property
     def model(self):
         return self.trainer.model
 
     def save(self, iteration: int) -> CheckpointReport | None:
-        """Every rank calls it; the main rank writes (with all ranks' replay buffers) and returns the report."""
+        """Every rank calls it; the main rank writes (with all ranks' replay buffers and the rollouts made ahead)
+        and returns the report."""
         rank_buffers = distributed.all_gather_objects(self.buffer.state_dict())
         report = None
         if self.context.is_main:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
-                     **replay_buffer_state(rank_buffers)}
+                     **replay_buffer_state(rank_buffers), "rollouts_ahead": self.ahead.state_dict()}
             report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
                                      config_to_dict(self.config, deployment=False), state)
         distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
@@ -68,6 +71,7 @@ class RunSession:
 
     def close(self) -> None:
         try:
+            self.ahead.close()
             if self.engine is not None:
                 self.engine.close()
         finally:
@@ -114,6 +118,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         paths=paths, next_iteration=resume.iteration + 1 if resume else 1, context=context,
         rewards=run_rewards(config, paths),
     )
+    if resume:
+        session.ahead.load_state_dict(resume.state.get("rollouts_ahead"))
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
     session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path,

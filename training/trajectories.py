@@ -64,14 +64,24 @@ class ReplayBuffer:
         return groups
 
     def state_dict(self) -> list[dict]:
-        return [asdict(group) for group in self.groups]
+        return groups_state(self.groups)
 
     def load_state_dict(self, state: list[dict]) -> None:
-        self.groups = [
-            Group(problem_index=item["problem_index"], started_iteration=item["started_iteration"],
-                  draw_position=item.get("draw_position", 0),
-                  trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
-                                           token_iterations=list(t["token_iterations"]),
-                                           finish_reason=t["finish_reason"]) for t in item["trajectories"]])
-            for item in state
-        ]
+        self.groups = groups_from_state(state)
+
+
+def groups_state(groups: list[Group]) -> list[dict]:
+    """Groups as plain data, for a checkpoint."""
+    return [asdict(group) for group in groups]
+
+
+def groups_from_state(state: list[dict]) -> list[Group]:
+    """The groups of groups_state."""
+    return [
+        Group(problem_index=item["problem_index"], started_iteration=item["started_iteration"],
+              draw_position=item.get("draw_position", 0),
+              trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
+                                       token_iterations=list(t["token_iterations"]),
+                                       finish_reason=t["finish_reason"]) for t in item["trajectories"]])
+        for item in state
+    ]

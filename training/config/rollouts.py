@@ -71,6 +71,13 @@ class RolloutSection:
         minimum=0,
         maximum=MAX_STEPS,
     )
+    overlap_rollouts: bool = knob(
+        False,
+        "Roll out the next iteration's batch while the trainer updates on this one (one step off-policy: "
+        "those responses come from the policy one update older, and the loss's reference stays the "
+        "current policy). Torch trainer, torch or vllm engine, one training process.",
+        group="rollouts",
+    )
     repeat_penalty: float = knob(
         0.0,
         "Above 0: repeat detection stops a degenerate response while it is decoded, "
@@ -113,5 +120,10 @@ class RolloutSection:
         if self.max_model_len is not None and self.max_response_tokens >= self.max_model_len:
             errors["max_response_tokens"] = (
                 f"must be below max_model_len ({self.max_model_len}): the prompt needs room in the context window too"
+            )
+        if self.overlap_rollouts and self.exclude_segments_older_than == 0:
+            errors["exclude_segments_older_than"] = (
+                "must be at least 1 with overlap_rollouts: every response is then one policy update old, "
+                "so 0 would leave nothing to train on"
             )
         return errors

@@ -21,6 +21,8 @@ from training.config.model import ModelSection
 from training.config.optimization import OptimizationSection
 from training.config.rollouts import RolloutSection
 
+OVERLAP_ENGINES = ("torch", "vllm")  # engines that can sample in a thread while the trainer updates
+
 # In the order of the launch form and of the knob listings.
 SECTIONS = (
     ModelSection,
@@ -67,4 +69,24 @@ class RLConfig(*reversed(SECTIONS)):
                 "rank; with several training processes use vllm-hybrid (one vLLM server "
                 "per rank, on its own GPU)"
             )
+        if self.overlap_rollouts:
+            errors.update(overlap_errors(self))
         return errors
+
+
+def overlap_errors(config: RLConfig) -> dict[str, str]:
+    """Rollouts overlap training in a background thread of the one training process, beside the torch trainer."""
+    errors = {}
+    if config.rollout_engine not in OVERLAP_ENGINES:
+        errors["overlap_rollouts"] = (
+            f"needs the torch or vllm rollout engine, not {config.rollout_engine}: vllm-hybrid takes turns "
+            "with the trainer on the same devices, so there is nothing to overlap"
+        )
+    elif config.trainer_backend != "torch":
+        errors["overlap_rollouts"] = f"needs the torch trainer, not {config.trainer_backend}"
+    elif config.nnodes * config.nproc_per_node > 1:
+        errors["overlap_rollouts"] = (
+            "needs a single training process (nnodes x nproc_per_node = 1): under torchrun the rollout "
+            "rounds and the trainer would share one process group from two threads"
+        )
+    return errors

@@ -28,18 +28,19 @@ CPU_BATCH_SEQUENCES = 64
 class TorchRolloutEngine(SharedDeviceEngine):
     """Samples from the trainer's model object, or from a copy of it on `device` in `dtype` when those differ.
 
-    Sharing the object makes a weight update free; a copy (a CPU-held trainer copy sampled on the GPU, or bf16
-    sampling beside an fp32 trainer) is refreshed by update_weights. max_batch_sequences: rows per generate
+    Sharing the object makes a weight update free; a copy (a CPU-held trainer copy sampled on the GPU, bf16
+    sampling beside an fp32 trainer, or `own_copy` for rollouts that overlap training) is refreshed by
+    update_weights. max_batch_sequences: rows per generate
     call; None = CPU_BATCH_SEQUENCES on a CPU, sized from free memory on a GPU.
     vision: for a vision-language model, what turns requests' images into model inputs; None for text.
     """
 
     def __init__(self, model, tokenizer, max_batch_sequences: int | None = None, vision: VisionInputs | None = None,
-                 device: torch.device | None = None, dtype: torch.dtype | None = None):
+                 device: torch.device | None = None, dtype: torch.dtype | None = None, own_copy: bool = False):
         parameter = next(model.parameters())
         self.device = device or parameter.device
         self.dtype = dtype or parameter.dtype
-        self.owns_copy = (self.device, self.dtype) != (parameter.device, parameter.dtype)
+        self.owns_copy = own_copy or (self.device, self.dtype) != (parameter.device, parameter.dtype)
         self.model = copy.deepcopy(model).to(self.device, self.dtype).eval() if self.owns_copy else model
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
@@ -171,4 +172,4 @@ def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=N
     device = sampling_device(parameter.device)
     dtype = sampling_dtype(settings.rollout_dtype, device, parameter.dtype)
     return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
-                              dtype=dtype)
+                              dtype=dtype, own_copy=settings.own_weights)

@@ -77,6 +77,8 @@ class TorchTrainer:
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch, from a freshly reset optimizer.
 
+        The first step runs at pi_i itself, so its forward pass is also the reference: no separate pass (dropout
+        stays off throughout, so pi_theta equals pi_i there exactly, as the mirror-descent loss assumes).
         Under DDP every rank passes its own groups (None when it has none) and gets metrics of the
         whole batch: the loss is the mean over all ranks' groups (see `_accumulate`).
         """
@@ -85,16 +87,19 @@ class TorchTrainer:
             order = batch.longest_first()
             batch, rewards = batch.select_groups(order), rewards[order]
         total_groups = int(distributed.all_reduce_sum({"groups": batch.groups if batch else 0})["groups"])
-        ref_sequence, ref_tokens = self.reference_logprobs(batch) if batch else (None, None)
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=0.0)
-        self.model.train()
-        losses, grad_norms = [], []
+        self.model.eval()
+        losses, grad_norms, reference = [], [], None
         for _ in range(config.gradient_steps_per_iteration):
             optimizer.zero_grad(set_to_none=True)
-            losses.append(self._backward_step(batch, ref_sequence, rewards, total_groups))
+            recorded: list[tuple[torch.Tensor, torch.Tensor]] = []
+            reference_sequence = None if reference is None else reference[0]
+            losses.append(self._backward_step(batch, reference_sequence, rewards, total_groups, recorded))
+            if reference is None and recorded:
+                reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
             optimizer.step()
-        kl, kl_tokens = self.kl_to_reference(batch, ref_tokens) if batch else (0.0, 0)
+        kl, kl_tokens = self.kl_to_reference(batch, reference[1]) if batch else (0.0, 0)
         totals = distributed.all_reduce_sum({"first_step_loss": losses[0], "loss": losses[-1],
                                              "kl_sum": kl * kl_tokens, "kl_tokens": kl_tokens})
         if self.distributed:  # token-weighted over ranks
@@ -104,9 +109,12 @@ class TorchTrainer:
                 "kl": kl}
 
     def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
-                       rewards: torch.Tensor | None, total_groups: int) -> float:
+                       rewards: torch.Tensor | None, total_groups: int,
+                       recorded: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> float:
         """Backward of this rank's micro-batches; returns its share of the step's loss.
 
+        ref_sequence: (G, k) log-probs under pi_i; None at the first step, where each micro-batch's own
+        forward is its reference, appended to `recorded` as ((g, k) sequence, (rows, T-1) token) log-probs.
         Under DDP gradients are averaged once per step, on the last micro-batch (the others run in
         `no_sync`), so ranks with different numbers of micro-batches still meet in one all-reduce.
         """
@@ -119,7 +127,10 @@ class TorchTrainer:
             groups = slice(start, min(start + groups_per_micro, batch.groups))
             last = groups.stop == batch.groups
             with contextlib.nullcontext() if last or not self.distributed else self.wrapped.no_sync():
-                step_loss += self._accumulate(batch, groups, ref_sequence, rewards, total_groups)
+                share, sequence, tokens = self._accumulate(batch, groups, ref_sequence, rewards, total_groups)
+            step_loss += share
+            if ref_sequence is None and recorded is not None:
+                recorded.append((sequence, tokens))
         return step_loss
 
     def _backward_zero(self) -> None:
@@ -129,25 +140,27 @@ class TorchTrainer:
             tokens = token_logprobs(self.wrapped, input_ids, torch.ones_like(input_ids))
         (tokens.sum() * 0.0).backward()
 
-    def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor,
-                    rewards: torch.Tensor, total_groups: int) -> float:
-        """Backward of one micro-batch's share of the mean loss over all ranks' groups; returns that share.
+    def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor | None,
+                    rewards: torch.Tensor, total_groups: int) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """Backward of one micro-batch's share of the mean loss over all ranks' groups.
 
+        Returns that share and the micro-batch's (g, k) sequence and (rows, T-1) token log-probs, detached.
         The share is loss * groups_in_micro / total_groups. DDP averages gradients over ranks, so
         each rank back-propagates world_size times its share: the average is then the gradient of
         the sum of all shares, the mean over every group of the batch whatever the ranks' counts.
         """
-        sequence, _ = self.sequence_logprobs(batch, batch.rows(groups), grad=True)
+        sequence, tokens = self.sequence_logprobs(batch, batch.rows(groups), grad=True)
         size = groups.stop - groups.start
+        logp = sequence.view(size, batch.samples)
+        ref_logp = logp.detach() if ref_sequence is None else ref_sequence[groups].to(self.device)
         loss, _ = compute_policy_loss(
-            self.config.policy_loss, logp=sequence.view(size, batch.samples),
-            ref_logp=ref_sequence[groups].to(self.device), rewards=rewards[groups].to(self.device),
+            self.config.policy_loss, logp=logp, ref_logp=ref_logp, rewards=rewards[groups].to(self.device),
             valid=batch.valid[groups].to(self.device), token_counts=batch.token_counts[groups].to(self.device),
             tau=self.config.tau, log_z_estimate=self.config.log_z_estimate,
         )
         share = loss * (size / total_groups)
         (share * self.world_size).backward()
-        return float(share.detach())
+        return float(share.detach()), logp.detach(), tokens.detach()
 
     @torch.no_grad()
     def kl_to_reference(self, batch: PolicyBatch, ref_tokens: torch.Tensor) -> tuple[float, int]:

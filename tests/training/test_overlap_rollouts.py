@@ -1,0 +1,145 @@
+"""overlap_rollouts: the next batch is rolled out while the trainer updates, one policy update old."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from common.knobs import parse_config
+from training.checkpoint import latest_checkpoint
+from training.config import RLConfig
+from training.iteration_rollouts import IterationRollouts
+from training.loop import run
+from training.rollouts_ahead import RolloutsAhead
+from training.tasks.arithmetic import generate
+from training.trajectories import Group, Trajectory
+from training.types import PromptRecord, RunPaths, TrainingHooks
+
+RECORDS = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer, difficulty=p.difficulty)
+           for p in generate(32, seed=3)]
+SETTINGS = dict(
+    iterations=4, batch_size=3, samples_per_problem=3, max_response_tokens=24, partial_rollout_token_budget=10,
+    checkpoint_every_iterations=2, learning_rate=1e-3, sampling_strategy="prioritized", seed=7,
+    stored_samples_per_iteration=9, overlap_rollouts=True, length_penalty_weight=0.2,
+)
+FROZEN = 1e-12  # a learning rate too small to move any fp32 weight of the tiny model: the policy stays put
+
+
+class Killed(Exception):
+    pass
+
+
+def train(paths: RunPaths, model: str, kill_after: int | None = None, **overrides) -> dict:
+    """Iteration reports by iteration; optionally die right after reporting iteration `kill_after`."""
+    reports = {}
+
+    def on_iteration(report):
+        reports[report.iteration] = report
+        if report.iteration == kill_after:
+            raise Killed()
+
+    try:
+        run(parse_config(RLConfig, {**SETTINGS, "model": model, **overrides}), RECORDS, paths,
+            TrainingHooks(on_iteration=on_iteration))
+    except Killed:
+        pass
+    return reports
+
+
+def samples(report) -> list[tuple]:
+    return [(s.prompt_id, s.sample_index, s.response, s.reward) for s in report.samples]
+
+
+def timeless(report) -> tuple:
+    return dataclasses.astuple(dataclasses.replace(report, seconds=0.0, extra={}))
+
+
+@pytest.mark.slow
+def test_a_frozen_policy_trains_on_the_same_samples_with_and_without_overlap(run_paths, warm_model_dir, tmp_path):
+    """Random streams and draws depend on the iteration, never on when the rollouts ran."""
+    model = str(warm_model_dir)
+    overlapped = train(run_paths, model, learning_rate=FROZEN)
+    synchronous = train(RunPaths(tmp_path / "sync", run_paths.models_dir), model, learning_rate=FROZEN,
+                        overlap_rollouts=False)
+    for iteration in range(1, 5):
+        assert samples(overlapped[iteration]) == samples(synchronous[iteration])
+        assert overlapped[iteration].train_accuracy == synchronous[iteration].train_accuracy
+        assert overlapped[iteration].extra["groups_trained"] == 3
+    assert overlapped[1].extra["old_policy_token_share"] == synchronous[1].extra["old_policy_token_share"] == 0.0
+    for iteration in range(2, 5):  # rolled out during the previous update: every token one policy older
+        assert overlapped[iteration].extra["old_policy_token_share"] == 1.0
+        assert overlapped[iteration].extra["policy_version_span"] >= 1
+        assert overlapped[iteration].extra["rollout_wait_seconds"] >= 0.0
+
+
+@pytest.mark.slow
+def test_the_batch_made_ahead_comes_from_the_policy_one_update_older(run_paths, warm_model_dir, tmp_path):
+    """Iteration 2's batch is sampled by the starting policy (as a frozen run's), iteration 3's by the updated one."""
+    model = str(warm_model_dir)
+    learning = train(run_paths, model, learning_rate=3e-3)
+    frozen = train(RunPaths(tmp_path / "frozen", run_paths.models_dir), model, learning_rate=FROZEN)
+    assert samples(learning[2]) == samples(frozen[2])
+    assert samples(learning[3]) != samples(frozen[3])  # sampled after the first update
+
+
+@pytest.mark.slow
+def test_a_resumed_run_trains_on_the_batch_made_ahead_before_the_kill(run_paths, warm_model_dir, tmp_path):
+    model = str(warm_model_dir)
+    uninterrupted = train(RunPaths(tmp_path / "straight", run_paths.models_dir), model)
+    killed = train(run_paths, model, kill_after=3)
+    checkpoint = latest_checkpoint(run_paths.output_dir)
+    assert checkpoint.iteration == 2 and checkpoint.state["rollouts_ahead"]["iteration"] == 3
+    assert len(checkpoint.state["rollouts_ahead"]["finished"]) == 3
+    resumed = train(run_paths, model)
+    assert sorted(resumed) == [3, 4]
+    merged = {**killed, **resumed}
+    assert {i: timeless(r) for i, r in merged.items()} == {i: timeless(r) for i, r in uninterrupted.items()}
+
+
+def test_overlap_is_refused_where_it_cannot_run():
+    def errors(**overrides) -> dict[str, str]:
+        with pytest.raises(ValueError) as refused:
+            parse_config(RLConfig, {"model": "tiny", "overlap_rollouts": True, **overrides})
+        return str(refused.value)
+
+    assert "vllm-hybrid takes turns" in errors(rollout_engine="vllm-hybrid")
+    assert "needs the torch trainer" in errors(trainer_backend="megatron")
+    assert "single training process" in errors(nproc_per_node=2)
+    assert "exclude_segments_older_than" in errors(exclude_segments_older_than=0)
+    config = parse_config(RLConfig, {"model": "tiny", "overlap_rollouts": True, "exclude_segments_older_than": 1})
+    assert config.overlap_rollouts
+
+
+def group(tokens: list[int], started: int) -> Group:
+    trajectory = Trajectory(prompt_ids=(1, 2))
+    trajectory.extend(tokens, started)
+    trajectory.finish_reason = "stop"
+    return Group(problem_index=5, started_iteration=started, trajectories=[trajectory], draw_position=1)
+
+
+def test_rollouts_made_ahead_survive_a_checkpoint_and_belong_to_one_iteration():
+    ahead = RolloutsAhead()
+    made = IterationRollouts(finished=[group([7, 8, 9], 3)], tokens_generated=3, rounds=2)
+    ahead.start(4, lambda: made)
+    assert ahead.state_dict()["iteration"] == 4  # waits for the thread first
+    restored = RolloutsAhead()
+    restored.load_state_dict(ahead.state_dict())
+    with pytest.raises(RuntimeError, match="iteration 4 cannot train iteration 5"):
+        restored.take(5)
+    taken = restored.take(4)
+    assert taken == made and restored.take(5) is None and restored.state_dict() is None
+    ahead.close()
+
+
+def test_an_error_in_the_rollouts_made_ahead_reaches_the_loop():
+    ahead = RolloutsAhead()
+
+    def fail() -> IterationRollouts:
+        raise ValueError("request 3: a prompt of 90 tokens plus 64 new tokens exceeds the window")
+
+    ahead.start(2, fail)
+    with pytest.raises(ValueError, match="request 3"):
+        ahead.wait()
+    assert ahead.take(2) is None
+    ahead.close()
