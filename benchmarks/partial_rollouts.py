@@ -17,7 +17,7 @@ side (rollouts, training).
 Workloads (benchmarks/workloads.py): two_mode (default; 90% of responses short, mean 20 tokens, 10% long,
 running to --max-tokens) and geometric (every token equally likely: lengths geometric with mean ~391,
 mostly near the cap, so there is little tail to cut). --learning adds a short RL run of the warmed-up tiny
-model on the arithmetic task in both modes, to show that they learn alike.
+model on the arithmetic task in the whole, partial and overlap modes, to show that they learn alike.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def speed(args, model: Path, models_dir: Path) -> None:
 
 
 def learning(args, models_dir: Path) -> None:
-    """The demo recipe on the easy problems in both modes from the same warmed-up model: accuracy by iteration."""
+    """The demo recipe on the easy problems in each mode from the same warmed-up model: accuracy by iteration."""
     from training.checkpoint import checkpoint_dir
     from training.recipes import TINY_DEMO
 
@@ -151,12 +151,12 @@ def learning(args, models_dir: Path) -> None:
     recipe = {**TINY_DEMO, "model": "tiny", "iterations": iterations}
     curves = {"whole": [r.train_accuracy for r in run_loop(recipe, models_dir, prompt_records,
                                                            output=models_dir / "learning-whole")]}
-    warm = str(checkpoint_dir(models_dir / "learning-whole", 0))  # the warm-up both runs start from
-    partial = run_loop({**recipe, "model": warm, "warmup_sft_steps": 0, "partial_rollout_token_budget": budget},
-                       models_dir, prompt_records)
-    curves["partial"] = [report.train_accuracy for report in partial]
+    warm = str(checkpoint_dir(models_dir / "learning-whole", 0))  # the warm-up every run starts from
+    partial = {**recipe, "model": warm, "warmup_sft_steps": 0, "partial_rollout_token_budget": budget}
+    for mode, settings in (("partial", partial), ("overlap", {**partial, "overlap_rollouts": True})):
+        curves[mode] = [report.train_accuracy for report in run_loop(settings, models_dir, prompt_records)]
     print(f"\ntraining accuracy, demo recipe on the easy problems, {iterations} iterations "
-          f"(partial: budget {budget} of {recipe['max_response_tokens']} tokens)")
+          f"(partial and overlap: budget {budget} of {recipe['max_response_tokens']} tokens)")
     print(f"{'mode':<9}{'iterations 1-6':>16}{'last 6':>10}  by iteration")
     for mode, curve in curves.items():
         print(f"{mode:<9}{statistics.mean(curve[:6]):>16.3f}{statistics.mean(curve[-6:]):>10.3f}  "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 
 import pytest
 
@@ -71,6 +72,16 @@ def test_a_frozen_policy_trains_on_the_same_samples_with_and_without_overlap(run
         assert overlapped[iteration].extra["old_policy_token_share"] == 1.0
         assert overlapped[iteration].extra["policy_version_span"] >= 1
         assert overlapped[iteration].extra["rollout_wait_seconds"] >= 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+def test_vllm_rolls_out_ahead_in_the_background_thread_with_the_same_streams(run_paths, warm_model_dir, tmp_path):
+    model, short = str(warm_model_dir), dict(iterations=3, rollout_engine="vllm", learning_rate=FROZEN)
+    overlapped = train(run_paths, model, **short)
+    synchronous = train(RunPaths(tmp_path / "sync", run_paths.models_dir), model, overlap_rollouts=False, **short)
+    assert [samples(overlapped[i]) for i in (1, 2, 3)] == [samples(synchronous[i]) for i in (1, 2, 3)]
+    assert [overlapped[i].extra["old_policy_token_share"] for i in (2, 3)] == [1.0, 1.0]
 
 
 @pytest.mark.slow
