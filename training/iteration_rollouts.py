@@ -34,6 +34,7 @@ class IterationRollouts:
     tokens_saved_by_repeat_stop: int = 0
     rounds: int = 0
     groups_completed_over_budget: int = 0  # groups run to their end, ignoring the budget, to keep the buffer bounded
+    tokens_carried_over: int = 0  # tokens of the trained groups generated before this iteration's rollouts
 
     def add(self, collected: CollectedRollouts) -> None:
         self.finished += collected.finished
@@ -55,6 +56,7 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     """
     policy_iteration = streams.iteration if policy_iteration is None else policy_iteration
     carried = sorted(buffer.take_all(), key=lambda group: group.age)
+    carried_tokens = {id(t): len(t.response_ids) for group in carried for t in group.trajectories}
     result = IterationRollouts(finished=[group for group in carried if group.finished])
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
@@ -79,6 +81,8 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]
+    result.tokens_carried_over = sum(carried_tokens.get(id(t), 0) for group in result.finished
+                                     for t in group.trajectories)
     return result
 
 

@@ -155,8 +155,9 @@ def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parke
     """This rank's part of the iteration's results."""
     finished = rollouts.finished
     trajectories = [t for group in finished for t in group.trajectories]
-    reused = sum(t.tokens_before(iteration) for t in trajectories)
+    reused = rollouts.tokens_carried_over  # from earlier iterations' rollouts (partial rollouts' parked segments)
     counts = {"rollout_rounds": float(rollouts.rounds),
+              "tokens_from_older_policies": float(sum(t.tokens_before(iteration) for t in trajectories)),
               "response_tokens_trained": float(sum(len(t.token_iterations) for t in trajectories)),
               "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
               "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
@@ -198,7 +199,7 @@ def iteration_report(iteration: int, results: RolloutResults, update: dict, seco
              # policy versions inside the trained samples: 0 = all tokens from this iteration's policy
              "policy_version_span": float(iteration - results.oldest_token_iteration)
              if results.oldest_token_iteration is not None else 0.0,
-             "old_policy_token_share": results.tokens_reused / counts["response_tokens_trained"]
+             "old_policy_token_share": counts["tokens_from_older_policies"] / counts["response_tokens_trained"]
              if counts["response_tokens_trained"] else 0.0}
     if scored is not None:
         extra |= {"mean_reward": float(scored.rewards.mean()), "length_penalty_weight": scored.length_weight,

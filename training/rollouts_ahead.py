@@ -20,7 +20,8 @@ from typing import Any, Callable
 from training.iteration_rollouts import IterationRollouts
 from training.trajectories import groups_from_state, groups_state
 
-COUNTERS = ("tokens_generated", "tokens_saved_by_repeat_stop", "rounds", "groups_completed_over_budget")
+COUNTERS = ("tokens_generated", "tokens_saved_by_repeat_stop", "rounds", "groups_completed_over_budget",
+            "tokens_carried_over")
 
 
 class RolloutsAhead:

@@ -59,6 +59,7 @@ class RunSession:
     def save(self, iteration: int) -> CheckpointReport | None:
         """Every rank calls it; the main rank writes (with all ranks' replay buffers and the rollouts made ahead)
         and returns the report."""
+        self.ahead.wait()  # the rollouts made ahead change the buffer, the sampler and its generator
         rank_buffers = distributed.all_gather_objects(self.buffer.state_dict())
         report = None
         if self.context.is_main:
@@ -91,6 +92,10 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     if not records:
         raise ValueError("the prompt set is empty: add prompts before launching a run")
     context = distributed.current_context()
+    if config.overlap_rollouts and context.world_size > 1:
+        raise ValueError(f"overlap_rollouts needs a single training process, but this run has {context.world_size} "
+                         "(torchrun): the rollout rounds and the trainer would share one process group from two "
+                         "threads")
     numpy_rng = seed_everything(config.seed)
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)

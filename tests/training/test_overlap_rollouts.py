@@ -67,6 +67,9 @@ def test_a_frozen_policy_trains_on_the_same_samples_with_and_without_overlap(run
         assert samples(overlapped[iteration]) == samples(synchronous[iteration])
         assert overlapped[iteration].train_accuracy == synchronous[iteration].train_accuracy
         assert overlapped[iteration].extra["groups_trained"] == 3
+        # tokens carried over from earlier segments of partial rollouts are the same; only their policy is older
+        assert overlapped[iteration].tokens_reused == synchronous[iteration].tokens_reused
+    assert sum(synchronous[iteration].tokens_reused for iteration in range(1, 5)) > 0
     assert overlapped[1].extra["old_policy_token_share"] == synchronous[1].extra["old_policy_token_share"] == 0.0
     for iteration in range(2, 5):  # rolled out during the previous update: every token one policy older
         assert overlapped[iteration].extra["old_policy_token_share"] == 1.0
@@ -106,6 +109,17 @@ def test_a_resumed_run_trains_on_the_batch_made_ahead_before_the_kill(run_paths,
     assert sorted(resumed) == [3, 4]
     merged = {**killed, **resumed}
     assert {i: timeless(r) for i, r in merged.items()} == {i: timeless(r) for i, r in uninterrupted.items()}
+
+
+def test_overlap_is_refused_under_torchrun_even_when_the_config_says_one_process(run_paths, monkeypatch):
+    from training import session
+    from training.distributed import DistributedContext
+
+    monkeypatch.setattr(session.distributed, "current_context",
+                        lambda: DistributedContext(rank=0, world_size=2, local_rank=0))
+    config = parse_config(RLConfig, {**SETTINGS, "model": "tiny"})
+    with pytest.raises(ValueError, match="single training process, but this run has 2"):
+        session.start_session(config, RECORDS, run_paths, TrainingHooks())
 
 
 def test_overlap_is_refused_where_it_cannot_run():

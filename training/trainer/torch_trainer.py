@@ -59,11 +59,12 @@ class TorchTrainer:
 
     @torch.no_grad()
     def all_logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sequence (N,) and token (N, T-1) log-probs of every row, micro-batch by micro-batch, no grad."""
+        """Sequence (N,) and token (N, T-1) log-probs of every row, no grad, in the gradient pass's micro-batches
+        (the same rows at the same padded width, so an unmoved policy scores exactly as that pass did)."""
         self.model.eval()
-        rows = batch.groups * batch.samples
-        parts = [self.sequence_logprobs(batch, slice(start, min(start + self.config.micro_batch_size, rows)),
-                                        grad=False) for start in range(0, rows, self.config.micro_batch_size)]
+        rows, chunk = batch.groups * batch.samples, self._groups_per_micro(batch) * batch.samples
+        parts = [self.sequence_logprobs(batch, slice(start, min(start + chunk, rows)), grad=False)
+                 for start in range(0, rows, chunk)]
         return torch.cat([part[0] for part in parts]), torch.cat([part[1] for part in parts])
 
     def reference_logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,7 +122,7 @@ class TorchTrainer:
         if batch is None:
             self._backward_zero()
             return 0.0
-        groups_per_micro = max(1, self.config.micro_batch_size // batch.samples)
+        groups_per_micro = self._groups_per_micro(batch)
         step_loss = 0.0
         for start in range(0, batch.groups, groups_per_micro):
             groups = slice(start, min(start + groups_per_micro, batch.groups))
@@ -132,6 +133,10 @@ class TorchTrainer:
             if ref_sequence is None and recorded is not None:
                 recorded.append((sequence, tokens))
         return step_loss
+
+    def _groups_per_micro(self, batch: PolicyBatch) -> int:
+        """Whole groups per micro-batch: at most micro_batch_size rows, at least one group."""
+        return max(1, self.config.micro_batch_size // batch.samples)
 
     def _backward_zero(self) -> None:
         """A rank without groups still joins the step's gradient all-reduce, with a zero gradient."""
