@@ -13,6 +13,7 @@ made ahead, so a resumed run trains on exactly what the uninterrupted run would 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
@@ -20,8 +21,8 @@ from typing import Any, Callable
 from training.iteration_rollouts import IterationRollouts
 from training.trajectories import groups_from_state, groups_state
 
-COUNTERS = ("tokens_generated", "tokens_saved_by_repeat_stop", "rounds", "groups_completed_over_budget",
-            "tokens_carried_over")
+# what a checkpoint keeps of made rollouts besides their groups: every counter of IterationRollouts
+COUNTERS = tuple(field.name for field in dataclasses.fields(IterationRollouts) if field.name != "finished")
 
 
 class RolloutsAhead:

@@ -15,6 +15,7 @@ from training.checkpoint import (
     latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state, save_checkpoint,
 )
 from training.config import RLConfig
+from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
 from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, loaded_model_window, resolve_model_path
 from training.prompting import prompt_ids
@@ -93,9 +94,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         raise ValueError("the prompt set is empty: add prompts before launching a run")
     context = distributed.current_context()
     if config.overlap_rollouts and context.world_size > 1:
-        raise ValueError(f"overlap_rollouts needs a single training process, but this run has {context.world_size} "
-                         "(torchrun): the rollout rounds and the trainer would share one process group from two "
-                         "threads")
+        raise ValueError(f"overlap_rollouts {OVERLAP_NEEDS_ONE_PROCESS}; this run has {context.world_size}")
     numpy_rng = seed_everything(config.seed)
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)

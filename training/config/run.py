@@ -22,6 +22,8 @@ from training.config.optimization import OptimizationSection
 from training.config.rollouts import RolloutSection
 
 OVERLAP_ENGINES = ("torch", "vllm")  # engines that can sample in a thread while the trainer updates
+OVERLAP_NEEDS_ONE_PROCESS = ("needs a single training process: under torchrun the rollout rounds and the trainer "
+                             "would share one process group from two threads")
 
 # In the order of the launch form and of the knob listings.
 SECTIONS = (
@@ -85,8 +87,5 @@ def overlap_errors(config: RLConfig) -> dict[str, str]:
     elif config.trainer_backend != "torch":
         errors["overlap_rollouts"] = f"needs the torch trainer, not {config.trainer_backend}"
     elif config.nnodes * config.nproc_per_node > 1:
-        errors["overlap_rollouts"] = (
-            "needs a single training process (nnodes x nproc_per_node = 1): under torchrun the rollout "
-            "rounds and the trainer would share one process group from two threads"
-        )
+        errors["overlap_rollouts"] = f"{OVERLAP_NEEDS_ONE_PROCESS} (nnodes x nproc_per_node must be 1)"
     return errors

@@ -30,8 +30,8 @@ class TorchRolloutEngine(SharedDeviceEngine):
 
     Sharing the object makes a weight update free; a copy (a CPU-held trainer copy sampled on the GPU, bf16
     sampling beside an fp32 trainer, or `own_copy` for rollouts that overlap training) is refreshed by
-    update_weights. max_batch_sequences: rows per generate
-    call; None = CPU_BATCH_SEQUENCES on a CPU, sized from free memory on a GPU.
+    update_weights. max_batch_sequences: rows per generate call; None = CPU_BATCH_SEQUENCES on a CPU, sized
+    from free memory on a GPU.
     vision: for a vision-language model, what turns requests' images into model inputs; None for text.
     """
 

@@ -93,10 +93,9 @@ class TorchTrainer:
         losses, grad_norms, reference = [], [], None
         for _ in range(config.gradient_steps_per_iteration):
             optimizer.zero_grad(set_to_none=True)
-            recorded: list[tuple[torch.Tensor, torch.Tensor]] = []
-            reference_sequence = None if reference is None else reference[0]
-            losses.append(self._backward_step(batch, reference_sequence, rewards, total_groups, recorded))
-            if reference is None and recorded:
+            recorded: list[tuple[torch.Tensor, torch.Tensor]] = []  # the first step's forward: the reference
+            losses.append(self._backward_step(batch, reference and reference[0], rewards, total_groups, recorded))
+            if recorded:
                 reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
             optimizer.step()
