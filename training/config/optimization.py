@@ -44,6 +44,13 @@ class OptimizationSection:
         minimum=1,
         maximum=MAX_BATCH,
     )
+    pack_sequences: bool = knob(
+        True,
+        "Torch trainer: forward passes pack several responses into one row (position ids restart at each) "
+        "instead of padding every response to the longest; off, or a model whose attention does not keep "
+        "packed sequences apart (checked at start): right-padded rows.",
+        group="optimization",
+    )
     max_grad_norm: float = knob(
         1.0,
         "Gradient clipping norm (a huge value turns clipping off).",

@@ -12,6 +12,8 @@ import torch.nn.functional as F
 from training import distributed
 from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
+from training.models.loading import is_vision_language
+from training.trainer.packing import packed_token_logprobs, packing_supported
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -35,6 +37,9 @@ class TorchTrainer:
         self.distributed = self.world_size > 1
         self.wrapped = torch.nn.parallel.DistributedDataParallel(self.model) if self.distributed else self.model
         self.use_bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
+        # packed rows need text models that read restarting position ids (vision-language ones take 3-D ids)
+        self.packs_sequences = bool(getattr(config, "pack_sequences", False)) and \
+            not is_vision_language(self.model.config) and packing_supported(self.model)
 
     def _autocast(self):
         if self.use_bf16:
@@ -45,15 +50,20 @@ class TorchTrainer:
         """(rows,) summed response log-probs and (rows, T-1) token log-probs of a slice of the batch.
 
         The slice runs at its own longest sequence, not the batch's (rows are right-padded), so a micro-batch
-        without a long response costs no padding; its token log-probs are padded back with zeros.
+        without a long response costs no padding; its token log-probs are padded back with zeros. With
+        packing, shorter rows share rows as wide as that longest one (training.trainer.packing).
         """
-        width = max(2, int(batch.attention_mask[rows].sum(dim=1).max()))
+        lengths = batch.attention_mask[rows].sum(dim=1)
+        width = max(2, int(lengths.max()))
         input_ids = batch.input_ids[rows, :width].to(self.device)
-        attention = batch.attention_mask[rows, :width].to(self.device)
         mask = batch.loss_mask[rows, :width - 1].to(self.device)
+        model = self.wrapped if grad else self.model
         with torch.set_grad_enabled(grad), self._autocast():
-            tokens = token_logprobs(self.wrapped if grad else self.model, input_ids, attention,
-                                    self.config.temperature)
+            if self.packs_sequences:
+                tokens = packed_token_logprobs(model, input_ids, lengths.tolist(), self.config.temperature)
+            else:
+                attention = batch.attention_mask[rows, :width].to(self.device)
+                tokens = token_logprobs(model, input_ids, attention, self.config.temperature)
         sequence = (tokens * mask).sum(dim=1)
         return sequence, F.pad(tokens, (0, batch.input_ids.shape[1] - width))
 

@@ -1,0 +1,116 @@
+"""Padding-free forward passes: several responses share one row, their position ids restarting at each.
+
+A heavy-tailed batch padded to its longest response is mostly padding (three 530-token responses and
+thirteen of 35 tokens: 8,480 positions for 2,045 tokens). Packing puts the rows into bins as wide as the
+longest (first fit, longest first), so the attention mask of a bin is never larger than a padded row's;
+Hugging Face models read the restarts in `position_ids` (with no attention mask and no cache) as
+separate sequences and mask attention between them. Token log-probs come back in the padded layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+PROBE_LENGTHS = (7, 5)  # the support probe: two short sequences, packed and alone
+PROBE_TOLERANCE = 1e-4
+
+
+def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
+    """Row indices in bins of total length <= capacity: longest first, each into the first bin it fits."""
+    if any(length > capacity for length in lengths):
+        raise ValueError(f"a row of {max(lengths)} tokens does not fit a bin of {capacity}")
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for row in sorted(range(len(lengths)), key=lambda index: (-lengths[index], index)):
+        for number, free in enumerate(room):
+            if lengths[row] <= free:
+                bins[number].append(row)
+                room[number] -= lengths[row]
+                break
+        else:
+            bins.append([row])
+            room.append(capacity - lengths[row])
+    return bins
+
+
+@dataclass
+class PackedRows:
+    """Right-padded rows packed into bins, and where each row's next-token predictions land."""
+
+    input_ids: torch.Tensor  # (bins, width)
+    position_ids: torch.Tensor  # (bins, width): 0, 1, ... within every row; the bin's tail is a sequence of its own
+    prediction_index: torch.Tensor  # (rows, width - 1): flat index into (bins, width - 1) predictions
+    valid: torch.Tensor  # (rows, width - 1) bool: j < the row's length - 1
+
+
+def pack_rows(input_ids: torch.Tensor, lengths: list[int]) -> PackedRows:
+    """Pack right-padded (rows, width) ids whose first lengths[r] tokens are real into bins of that width."""
+    rows, width = input_ids.shape
+    bins = first_fit_decreasing(lengths, width)
+    packed = torch.zeros((len(bins), width), dtype=input_ids.dtype, device=input_ids.device)
+    positions = torch.zeros_like(packed)
+    starts = [0] * rows  # flat start of each row in (bins, width - 1) predictions
+    for number, members in enumerate(bins):
+        offset = 0
+        for row in members:
+            length = lengths[row]
+            packed[number, offset:offset + length] = input_ids[row, :length]
+            positions[number, offset:offset + length] = torch.arange(length, device=input_ids.device)
+            starts[row] = number * (width - 1) + offset
+            offset += length
+        positions[number, offset:] = torch.arange(width - offset, device=input_ids.device)
+    steps = torch.arange(width - 1, device=input_ids.device)
+    lengths_tensor = torch.tensor(lengths, device=input_ids.device)
+    valid = steps.unsqueeze(0) < (lengths_tensor - 1).unsqueeze(1)
+    index = torch.tensor(starts, device=input_ids.device).unsqueeze(1) + steps.unsqueeze(0)
+    return PackedRows(packed, positions, torch.where(valid, index, 0), valid)
+
+
+def packed_token_logprobs(model, input_ids: torch.Tensor, lengths: list[int],
+                          temperature: float = 1.0) -> torch.Tensor:
+    """(rows, width - 1) log-prob of each next token under softmax(logits / temperature), in float32, from one
+    packed forward pass; 0 past each row's length (where a padded pass would score padding)."""
+    packed = pack_rows(input_ids, lengths)
+    logits = model(input_ids=packed.input_ids, position_ids=packed.position_ids, use_cache=False).logits
+    logits = logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    next_tokens = packed.input_ids[:, 1:].unsqueeze(-1)
+    predictions = torch.gather(F.log_softmax(logits, dim=-1), 2, next_tokens).squeeze(-1).reshape(-1)
+    return torch.where(packed.valid, predictions[packed.prediction_index], 0.0)
+
+
+@torch.no_grad()
+def packing_supported(model) -> bool:
+    """True when the model keeps packed sequences apart: a probe's log-probs packed equal those alone.
+
+    Models whose attention ignores restarting position ids would let a response attend to its neighbours.
+    """
+    device = next(model.parameters()).device
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+    total = sum(PROBE_LENGTHS)  # rows this wide pack into one bin
+    ids = (torch.arange(total, device=device) * 7 + 3) % vocabulary
+    rows = torch.zeros((len(PROBE_LENGTHS), total), dtype=torch.long, device=device)
+    start = 0
+    for row, length in enumerate(PROBE_LENGTHS):
+        rows[row, :length] = ids[start:start + length]
+        start += length
+    was_training = model.training
+    model.eval()
+    try:
+        together = packed_token_logprobs(model, rows, list(PROBE_LENGTHS))
+        alone = [_single_logprobs(model, rows[row, :length]) for row, length in enumerate(PROBE_LENGTHS)]
+    except (TypeError, ValueError, RuntimeError):  # a model that takes no position_ids, or other shapes
+        return False
+    finally:
+        model.train(was_training)
+    return all(bool((together[row, :length - 1] - alone[row]).abs().max() <= PROBE_TOLERANCE)
+               for row, length in enumerate(PROBE_LENGTHS))
+
+
+def _single_logprobs(model, ids: torch.Tensor) -> torch.Tensor:
+    logits = model(input_ids=ids.unsqueeze(0), use_cache=False).logits[0, :-1].float()
+    return torch.gather(F.log_softmax(logits, dim=-1), 1, ids[1:].unsqueeze(-1)).squeeze(-1)
