@@ -18,6 +18,7 @@ from training.rollout.base import (
     FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
+from training.rollout.bucketed_prefill import bucketed_prefill
 from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
 from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
@@ -46,6 +47,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.eos_id = tokenizer.eos_token_id
         self.max_batch_sequences = max_batch_sequences
         self.vision = vision
+        self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
 
     @torch.no_grad()
     def update_weights(self, model) -> None:
@@ -129,11 +131,14 @@ class TorchRolloutEngine(SharedDeviceEngine):
         was_training = self.model.training
         self.model.eval()
         try:
+            prefilled = None if vision or not self.bucket_prefill else \
+                bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows])
+            cache = {} if prefilled is None else {"past_key_values": prefilled}
             output = self.model.generate(
                 input_ids=input_ids, attention_mask=attention, max_new_tokens=longest, do_sample=False,
                 temperature=None, top_p=None, top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
                 use_cache=True, logits_processor=LogitsProcessorList([sampler]),
-                stopping_criteria=StoppingCriteriaList(stops), return_dict_in_generate=True, **vision,
+                stopping_criteria=StoppingCriteriaList(stops), return_dict_in_generate=True, **vision, **cache,
             )
         finally:
             self.model.train(was_training)

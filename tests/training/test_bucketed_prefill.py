@@ -1,0 +1,56 @@
+"""The torch engine prefills prompts of very different lengths apart, and samples exactly what one prefill would."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.models.loading import load_model, load_tokenizer
+from training.rollout.base import RolloutRequest, SamplingSettings
+from training.rollout.bucketed_prefill import bucketed_prefill, length_buckets
+from training.rollout.torch_engine import TorchRolloutEngine
+
+PROMPT_LENGTHS = [120, 100, 95, 40, 33, 12, 12, 5, 1]
+
+
+def test_length_buckets_start_a_bucket_below_three_quarters_of_its_longest():
+    assert length_buckets([120, 100, 95, 40, 33, 12, 12, 5, 1]) == [[0, 1, 2], [3, 4], [5, 6], [7], [8]]
+    assert length_buckets([10, 9, 8]) == [[0, 1, 2]]
+
+
+@pytest.fixture
+def engine(tiny_model_dir):
+    return TorchRolloutEngine(load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir)))
+
+
+def requests(lengths: list[int]) -> list[RolloutRequest]:
+    generator = torch.Generator().manual_seed(0)
+    return [RolloutRequest(tuple(torch.randint(3, 300, (length,), generator=generator).tolist()), n=2,
+                           sample_seeds=(2 * index, 2 * index + 1)) for index, length in enumerate(lengths)]
+
+
+def test_bucketed_prefill_samples_the_tokens_and_log_probs_of_one_prefill(engine):
+    settings = SamplingSettings(max_new_tokens=24, temperature=1.0)
+    batch = requests(PROMPT_LENGTHS)
+    engine.bucket_prefill = False
+    whole = engine.generate(batch, settings)
+    engine.bucket_prefill = True
+    bucketed = engine.generate(batch, settings)
+    for one_pass, by_bucket in zip(whole, bucketed):
+        for expected, got in zip(one_pass, by_bucket):
+            assert got.token_ids == expected.token_ids
+            assert got.finish_reason == expected.finish_reason
+            assert max(abs(a - b) for a, b in zip(got.logprobs, expected.logprobs)) < 1e-4
+
+
+def test_a_cache_of_the_batch_width_holds_each_bucket_left_padded(engine):
+    ids = torch.zeros((3, 10), dtype=torch.long)
+    attention = torch.zeros_like(ids)
+    for row, length in enumerate((10, 4, 9)):
+        ids[row, 10 - length:] = torch.arange(3, 3 + length)
+        attention[row, 10 - length:] = 1
+    cache = bucketed_prefill(engine.model, ids, attention, [10, 4, 9])
+    keys = cache.layers[0].keys
+    assert keys.shape[0] == 3 and keys.shape[2] == 9  # every prompt token but the last
+    assert (keys[1, :, :6] == 0).all() and (keys[1, :, 6:] != 0).any()  # row 1: 3 tokens cached, 6 left as padding
+    assert bucketed_prefill(engine.model, ids[[0, 2]], attention[[0, 2]], [10, 9]) is None  # one bucket: no pass

@@ -1,0 +1,64 @@
+"""Prefill a left-padded batch in buckets of similar prompt length, then let `generate` decode it whole.
+
+A generate call pads every prompt to the longest: continuing parked partial rollouts (contexts of
+hundreds of tokens) beside fresh prompts of twenty made most of a prefill padding. Here each bucket
+(rows within BUCKET_RATIO of its longest prompt) runs its own forward pass at its own width; the keys and
+values land, left-padded, in one cache of the batch's width, and `generate` starts from it with only each
+row's last prompt token left to process. Padded cache positions stay masked by the attention mask.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+BUCKET_RATIO = 0.75  # a row joins the current bucket while its prompt is at least this share of the longest
+
+
+def length_buckets(lengths: list[int], ratio: float = BUCKET_RATIO) -> list[list[int]]:
+    """Row indices grouped longest first; a bucket holds rows of at least `ratio` times its first row's length."""
+    buckets: list[list[int]] = []
+    for row in sorted(range(len(lengths)), key=lambda index: (-lengths[index], index)):
+        if buckets and lengths[row] >= ratio * lengths[buckets[-1][0]]:
+            buckets[-1].append(row)
+        else:
+            buckets.append([row])
+    return buckets
+
+
+@torch.no_grad()
+def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
+                     lengths: list[int]) -> DynamicCache | None:
+    """The cache of every row's prompt but its last token, (rows, width - 1) positions, prefilled by bucket.
+
+    input_ids, attention: (rows, width) left-padded prompts; lengths: each row's prompt length. None when one
+    bucket holds every row: then generate's own prefill wastes nothing worth a second pass.
+    """
+    buckets = length_buckets(lengths)
+    if len(buckets) == 1:
+        return None
+    rows, width = input_ids.shape
+    keys: list[torch.Tensor] = []
+    values: list[torch.Tensor] = []
+    for bucket in buckets:
+        bucket_width = lengths[bucket[0]]
+        if bucket_width < 2:  # nothing before the last token
+            continue
+        index = torch.tensor(bucket, device=input_ids.device)
+        columns = slice(width - bucket_width, width - 1)
+        mask = attention[index, columns]
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)  # as generate numbers left-padded rows
+        output = model(input_ids=input_ids[index, columns], attention_mask=mask, position_ids=positions,
+                       use_cache=True)
+        for number, layer in enumerate(output.past_key_values.layers):
+            if number == len(keys):
+                keys.append(layer.keys.new_zeros((rows, *layer.keys.shape[1:2], width - 1, layer.keys.shape[3])))
+                values.append(layer.values.new_zeros((rows, *layer.values.shape[1:2], width - 1,
+                                                      layer.values.shape[3])))
+            keys[number][index, :, columns] = layer.keys
+            values[number][index, :, columns] = layer.values
+        del output
+    cache = DynamicCache(config=model.config)
+    for number, (layer_keys, layer_values) in enumerate(zip(keys, values)):
+        cache.update(layer_keys, layer_values, number)
+    return cache
