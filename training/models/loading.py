@@ -62,6 +62,10 @@ def load_model(path: str, dtype: str = "float32"):
     model_class = AutoModelForImageTextToText if vision else AutoModelForCausalLM
     model = model_class.from_pretrained(path, dtype=getattr(torch, dtype))
     model.config.use_cache = False
+    if not vision:
+        from training.models.attention import use_grouped_sdpa
+
+        use_grouped_sdpa(model)  # grouped key/value heads without a copy per step on the CPU
     return model
 
 
