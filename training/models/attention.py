@@ -20,7 +20,7 @@ NAME = "sdpa_grouped"
 def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                          attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                          is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
-    """(batch, heads, q, dim) query and (batch, kv_heads, kv, dim) key/value -> (batch, q, heads, dim), as stock SDPA."""
+    """(batch, heads, q, dim) query, (batch, kv_heads, kv, dim) key and value -> (batch, q, heads, dim)."""
     grouped = getattr(module, "num_key_value_groups", 1) > 1
     if query.device.type != "cpu" or not grouped or kwargs.get("position_bias") is not None \
             or kwargs.get("cache") is not None:
