@@ -4,6 +4,7 @@ every iteration. Single process, or data parallel under torchrun (DDP over the p
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 
 import torch
@@ -14,6 +15,8 @@ from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
 from training.models.loading import is_vision_language
 from training.trainer.packing import packed_token_logprobs, packing_supported
+
+logger = logging.getLogger(__name__)
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -40,6 +43,9 @@ class TorchTrainer:
         # packed rows need text models that read restarting position ids (vision-language ones take 3-D ids)
         self.packs_sequences = bool(getattr(config, "pack_sequences", False)) and \
             not is_vision_language(self.model.config) and packing_supported(self.model)
+        if getattr(config, "pack_sequences", False) and not self.packs_sequences:
+            logger.warning("pack_sequences: %s does not keep packed sequences apart; training on padded rows",
+                           type(self.model).__name__)
 
     def _autocast(self):
         if self.use_bf16:
