@@ -32,10 +32,20 @@ def requests(lengths: list[int]) -> list[RolloutRequest]:
 def test_bucketed_prefill_samples_the_tokens_and_log_probs_of_one_prefill(engine):
     settings = SamplingSettings(max_new_tokens=24, temperature=1.0)
     batch = requests(PROMPT_LENGTHS)
+    processed = []  # token positions each decoder call computes
+    engine.model.get_decoder().register_forward_pre_hook(
+        lambda module, args, kwargs: processed.append(kwargs["input_ids"].numel()), with_kwargs=True)
     engine.bucket_prefill = False
     whole = engine.generate(batch, settings)
+    whole_positions = sum(processed)
+    processed.clear()
     engine.bucket_prefill = True
     bucketed = engine.generate(batch, settings)
+    rows, width = 2 * len(PROMPT_LENGTHS), max(PROMPT_LENGTHS)
+    assert whole_positions == rows * width + rows * 23  # one padded prefill, then one token a row a step
+    # buckets [120, 100, 95], [40, 33], [12, 12], [5] (two rows a prompt) prefill all but their last token at
+    # their own widths; the 1-token prompt needs none; generate resumes from the cache, one token a row a step
+    assert sum(processed) == 6 * 119 + 4 * 39 + 4 * 11 + 2 * 4 + rows * 24
     for one_pass, by_bucket in zip(whole, bucketed):
         for expected, got in zip(one_pass, by_bucket):
             assert got.token_ids == expected.token_ids
@@ -54,3 +64,5 @@ def test_a_cache_of_the_batch_width_holds_each_bucket_left_padded(engine):
     assert keys.shape[0] == 3 and keys.shape[2] == 9  # every prompt token but the last
     assert (keys[1, :, :6] == 0).all() and (keys[1, :, 6:] != 0).any()  # row 1: 3 tokens cached, 6 left as padding
     assert bucketed_prefill(engine.model, ids[[0, 2]], attention[[0, 2]], [10, 9]) is None  # one bucket: no pass
+    engine.model.generation_config.cache_implementation = "static"  # a model that names its own cache
+    assert bucketed_prefill(engine.model, ids, attention, [10, 4, 9]) is None

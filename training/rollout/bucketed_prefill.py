@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 BUCKET_RATIO = 0.75  # a row joins the current bucket while its prompt is at least this share of the longest
 
@@ -35,11 +36,13 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
     bucket holds every row: then generate's own prefill wastes nothing worth a second pass.
     """
     buckets = length_buckets(lengths)
-    if len(buckets) == 1:
+    cache = DynamicCache(config=model.config)
+    if len(buckets) == 1 or not _plain_cache(model, cache):
         return None
     rows, width = input_ids.shape
-    keys: list[torch.Tensor] = []
-    values: list[torch.Tensor] = []
+    keys: list[torch.Tensor | None] = []
+    values: list[torch.Tensor | None] = []
+    decoder = model.get_decoder()  # keys and values only: no output head over every prompt position
     for bucket in buckets:
         bucket_width = lengths[bucket[0]]
         if bucket_width < 2:  # nothing before the last token
@@ -48,17 +51,25 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
         columns = slice(width - bucket_width, width - 1)
         mask = attention[index, columns]
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)  # as generate numbers left-padded rows
-        output = model(input_ids=input_ids[index, columns], attention_mask=mask, position_ids=positions,
-                       use_cache=True)
+        output = decoder(input_ids=input_ids[index, columns], attention_mask=mask, position_ids=positions,
+                         use_cache=True)
         for number, layer in enumerate(output.past_key_values.layers):
             if number == len(keys):
-                keys.append(layer.keys.new_zeros((rows, *layer.keys.shape[1:2], width - 1, layer.keys.shape[3])))
-                values.append(layer.values.new_zeros((rows, *layer.values.shape[1:2], width - 1,
+                keys.append(layer.keys.new_zeros((rows, layer.keys.shape[1], width - 1, layer.keys.shape[3])))
+                values.append(layer.values.new_zeros((rows, layer.values.shape[1], width - 1,
                                                       layer.values.shape[3])))
             keys[number][index, :, columns] = layer.keys
             values[number][index, :, columns] = layer.values
         del output
-    cache = DynamicCache(config=model.config)
-    for number, (layer_keys, layer_values) in enumerate(zip(keys, values)):
-        cache.update(layer_keys, layer_values, number)
+    for number in range(len(keys)):  # each staging tensor freed as its layer is filled: one copy at a time
+        cache.update(keys[number], values[number], number)
+        keys[number] = values[number] = None
     return cache
+
+
+def _plain_cache(model, cache: DynamicCache) -> bool:
+    """Only full-attention layers of a dynamic cache the caller may fill: sliding-window or recurrent layers
+    keep other shapes, and a model whose generation config names its own cache refuses a given one."""
+    if getattr(model.generation_config, "cache_implementation", None):
+        return False
+    return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)

@@ -131,7 +131,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         was_training = self.model.training
         self.model.eval()
         try:
-            prefilled = None if vision or not self.bucket_prefill else \
+            prefilled = None if self.vision is not None or not self.bucket_prefill else \
                 bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows])
             cache = {} if prefilled is None else {"past_key_values": prefilled}
             output = self.model.generate(
