@@ -85,7 +85,7 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
     start_rank(rank, 1, port)
     from training.megatron.logprobs import token_logprobs
     from training.models.loading import load_model
-    from training.trainer.torch_trainer import token_logprobs as hf_token_logprobs
+    from training.trainer.logprobs import token_logprobs as hf_token_logprobs
 
     batch, results = the_batch(), {}
     megatron = trainer(model_dir)

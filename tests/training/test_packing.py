@@ -12,7 +12,8 @@ from common.knobs import parse_config
 from training.config import RLConfig
 from training.models.loading import load_model
 from training.trainer.packing import first_fit_decreasing, pack_rows, packed_token_logprobs, packing_supported
-from training.trainer.torch_trainer import TorchTrainer, token_logprobs
+from training.trainer.logprobs import token_logprobs
+from training.trainer.torch_trainer import TorchTrainer
 from training.collect import new_groups
 
 LENGTHS = [40, 9, 12, 40, 5, 33, 7, 3]  # heavy-tailed rows of one micro-batch

@@ -22,7 +22,8 @@ from training.long2short.output import load_parent, save_variant_checkpoint
 from training.long2short.sampling import JudgedSample, sample_and_judge
 from training.long2short.selection import preference_pairs
 from training.prompting import prompt_ids
-from training.trainer.torch_trainer import default_device, token_logprobs
+from training.trainer.logprobs import token_logprobs
+from training.trainer.torch_trainer import default_device
 
 MICRO_BATCH_PAIRS = 8  # pairs per forward pass (16 sequences); bounds memory, not the gradient step
 SAMPLING_SHARE = 0.4  # of the progress bar

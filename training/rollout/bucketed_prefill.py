@@ -36,8 +36,10 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
     bucket holds every row: then generate's own prefill wastes nothing worth a second pass.
     """
     buckets = length_buckets(lengths)
+    if len(buckets) == 1:
+        return None
     cache = DynamicCache(config=model.config)
-    if len(buckets) == 1 or not _plain_cache(model, cache):
+    if not _plain_cache(model, cache):
         return None
     rows, width = input_ids.shape
     keys: list[torch.Tensor | None] = []
@@ -55,9 +57,8 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
                          use_cache=True)
         for number, layer in enumerate(output.past_key_values.layers):
             if number == len(keys):
-                keys.append(layer.keys.new_zeros((rows, layer.keys.shape[1], width - 1, layer.keys.shape[3])))
-                values.append(layer.values.new_zeros((rows, layer.values.shape[1], width - 1,
-                                                      layer.values.shape[3])))
+                keys.append(_batch_wide(layer.keys, rows, width - 1))
+                values.append(_batch_wide(layer.values, rows, width - 1))
             keys[number][index, :, columns] = layer.keys
             values[number][index, :, columns] = layer.values
         del output
@@ -65,6 +66,12 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor,
         cache.update(keys[number], values[number], number)
         keys[number] = values[number] = None
     return cache
+
+
+def _batch_wide(bucket_tensor: torch.Tensor, rows: int, positions: int) -> torch.Tensor:
+    """Zeros shaped (rows, heads, positions, head_dim) like a bucket's (bucket_rows, heads, width, head_dim) keys."""
+    heads, head_dim = bucket_tensor.shape[1], bucket_tensor.shape[3]
+    return bucket_tensor.new_zeros((rows, heads, positions, head_dim))
 
 
 def _plain_cache(model, cache: DynamicCache) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
+
+from training.trainer.logprobs import token_logprobs
 
 # the support probe: four short sequences packed into two bins of PROBE_WIDTH (one with a padded tail), and alone
 PROBE_LENGTHS = (7, 5, 7, 4)
@@ -76,12 +77,7 @@ def packed_token_logprobs(model, input_ids: torch.Tensor, lengths: list[int],
     """(rows, width - 1) log-prob of each next token under softmax(logits / temperature), in float32, from one
     packed forward pass; 0 past each row's length (where a padded pass would score padding)."""
     packed = pack_rows(input_ids, lengths)
-    logits = model(input_ids=packed.input_ids, position_ids=packed.position_ids, use_cache=False).logits
-    logits = logits[:, :-1].float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    next_tokens = packed.input_ids[:, 1:].unsqueeze(-1)
-    predictions = torch.gather(F.log_softmax(logits, dim=-1), 2, next_tokens).squeeze(-1).reshape(-1)
+    predictions = token_logprobs(model, packed.input_ids, None, temperature, packed.position_ids).reshape(-1)
     return torch.where(packed.valid, predictions[packed.prediction_index], 0.0)
 
 
@@ -104,7 +100,7 @@ def packing_supported(model) -> bool:
     model.eval()
     try:
         together = packed_token_logprobs(model, rows, list(PROBE_LENGTHS))
-        alone = [_single_logprobs(model, rows[row, :length]) for row, length in enumerate(PROBE_LENGTHS)]
+        alone = [token_logprobs(model, rows[row:row + 1, :length], None)[0] for row, length in enumerate(PROBE_LENGTHS)]
     except torch.OutOfMemoryError:
         raise
     except (TypeError, ValueError, RuntimeError):  # a model that takes no position_ids, or other shapes
@@ -115,7 +111,3 @@ def packing_supported(model) -> bool:
     return all(bool((together[row, :length - 1] - alone[row]).abs().max() <= tolerance)
                for row, length in enumerate(PROBE_LENGTHS))
 
-
-def _single_logprobs(model, ids: torch.Tensor) -> torch.Tensor:
-    logits = model(input_ids=ids.unsqueeze(0), use_cache=False).logits[0, :-1].float()
-    return torch.gather(F.log_softmax(logits, dim=-1), 1, ids[1:].unsqueeze(-1)).squeeze(-1)

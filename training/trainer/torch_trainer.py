@@ -14,21 +14,10 @@ from training import distributed
 from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
 from training.models.loading import is_vision_language
+from training.trainer.logprobs import token_logprobs
 from training.trainer.packing import packed_token_logprobs, packing_supported
 
 logger = logging.getLogger(__name__)
-
-
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
-    """(N, T-1) log-prob of each next token under softmax(logits / temperature) of `model`, in float32.
-
-    RL passes the sampling temperature, so the trainer scores responses under the distribution they were drawn from.
-    """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1].float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    return torch.gather(F.log_softmax(logits, dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
 class TorchTrainer:
@@ -41,9 +30,10 @@ class TorchTrainer:
         self.wrapped = torch.nn.parallel.DistributedDataParallel(self.model) if self.distributed else self.model
         self.use_bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         # packed rows need text models that read restarting position ids (vision-language ones take 3-D ids)
-        self.packs_sequences = bool(getattr(config, "pack_sequences", False)) and \
-            not is_vision_language(self.model.config) and packing_supported(self.model)
-        if getattr(config, "pack_sequences", False) and not self.packs_sequences:
+        wants_packing = bool(getattr(config, "pack_sequences", False))
+        self.packs_sequences = wants_packing and not is_vision_language(self.model.config) and \
+            packing_supported(self.model)
+        if wants_packing and not self.packs_sequences:
             logger.warning("pack_sequences: %s does not keep packed sequences apart; training on padded rows",
                            type(self.model).__name__)
 
