@@ -1,7 +1,7 @@
 """An iteration's rollouts with partial rollouts (report §2.6.2): a full batch of finished groups every time.
 
 Round 0 continues the parked groups (one segment of at most the token budget each) and starts fresh
-problems for the free batch slots. While fewer than the rank's share of `batch_size` groups are
+problems for every batch slot not yet filled by a finished group (as many as the buffer has room to park). While fewer than the rank's share of `batch_size` groups are
 finished, later rounds draw fresh problems for the missing slots, so short responses keep flowing
 while long ones grow across iterations. The replay buffer is bounded (`max_parked_groups`): when
 parking would overflow it, the oldest parked groups are completed now, without the budget, and fresh
@@ -61,7 +61,10 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
     complete, budgeted = pending[:over], pending[over:]
-    fresh = draw(max(0, share - len(result.finished) - len(pending)), 0)
+    # Fresh problems for every missing slot, beside the continued groups: those that finish too are surplus
+    # and wait, finished, for the next iteration, so one round usually fills the batch. No more are drawn
+    # than can park, since a fresh group without room would have to run to its end now.
+    fresh = draw(max(0, min(share - len(result.finished), parked_limit - len(budgeted))), 0)
     drawn = len(fresh)
     budgeted, complete = _place(fresh, budgeted, complete, parked_limit)
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget

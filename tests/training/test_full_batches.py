@@ -53,8 +53,11 @@ class ScriptedEngine(SharedDeviceEngine):
         pass
 
 
-def draw_from(counter: list[int]):
+def draw_from(counter: list[int], requests: list[tuple[int, int, int]] | None = None):
+    """A draw of fresh groups; each call's (iteration, count, first_position) goes to `requests` when given."""
     def draw(count: int, first_position: int) -> list[Group]:
+        if requests is not None:
+            requests.append((counter[1], count, first_position))
         groups = [Group(problem_index=counter[0] + offset, started_iteration=counter[1], draw_position=first_position
                         + offset, trajectories=[Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
                   for offset in range(count)]
@@ -63,11 +66,13 @@ def draw_from(counter: list[int]):
     return draw
 
 
-def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None):
+def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None,
+                   requests: list[tuple[int, int, int]] | None = None):
     engine, buffer, counter, results = ScriptedEngine(), ReplayBuffer(), [0, 1], []
     for iteration in range(1, iterations + 1):
         counter[1] = iteration
-        result = roll_out_iteration(engine, buffer, draw_from(counter), share=batch, parked_limit=parked_limit,
+        result = roll_out_iteration(engine, buffer, draw_from(counter, requests), share=batch,
+                                    parked_limit=parked_limit,
                                     settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, budget, 2),
                                     streams=StreamKey(run_seed=0, iteration=iteration))
         results.append((result, len(buffer), [g for g in buffer.groups if not g.finished]))
@@ -83,6 +88,30 @@ def test_every_iteration_trains_on_a_full_batch_while_long_responses_wait():
              for it, (result, _, _) in enumerate(results, start=1)]
     assert max(spans) >= 1, "long responses built over several iterations should reach the batch"
     assert sum(result.rounds for result, _, _ in results) > len(results), "fresh problems refill the batch"
+
+
+def test_round_zero_draws_for_every_open_slot_beside_the_continued_groups():
+    """Parked groups continue in round 0 next to fresh problems for every slot no finished group fills, so one
+    round usually fills the batch; the surplus that finishes waits, finished, and is trained first next time."""
+    requests: list[tuple[int, int, int]] = []
+    results = run_iterations(iterations=12, batch=8, parked_limit=64, budget=8, requests=requests)
+    first_draws = {iteration: count for iteration, count, first in requests if first == 0}
+    waiting_finished, waiting_unfinished = 0, 0  # groups the previous iteration parked
+    for iteration, (result, parked, unfinished) in enumerate(results, start=1):
+        assert first_draws.get(iteration, 0) == max(0, 8 - waiting_finished)
+        assert len(result.finished) == 8
+        surplus = parked - len(unfinished)
+        # fresh groups only fill open slots: any surplus comes from continued groups that finished
+        assert surplus <= waiting_unfinished + max(0, waiting_finished - 8)
+        waiting_finished, waiting_unfinished = surplus, len(unfinished)
+    assert any(first_draws[i] < 8 for i in first_draws if i > 1), "some iteration starts with surplus groups"
+
+
+def test_fresh_groups_are_not_drawn_beyond_the_room_to_park_them():
+    requests: list[tuple[int, int, int]] = []
+    results = run_iterations(iterations=10, batch=8, parked_limit=3, budget=8, requests=requests)
+    for (result, _, _), (_, count, _) in zip(results, [r for r in requests if r[2] == 0]):
+        assert count <= 3
 
 
 def test_the_replay_buffer_stays_within_its_bound_by_completing_the_oldest():
