@@ -25,3 +25,21 @@ def test_loaded_text_models_use_grouped_sdpa_and_match_the_stock_path(tiny_model
             expected = stock(input_ids=ids, use_cache=False, **inputs).logits
             got = grouped(input_ids=ids, use_cache=False, **inputs).logits
             assert torch.allclose(got, expected, atol=1e-5), (inputs.keys(), (got - expected).abs().max())
+
+
+def test_a_decoding_step_over_a_padded_cache_matches_the_stock_path(tiny_model_dir):
+    """One query per row (the float32 decoding path, two grouped matmuls) against stock SDPA with repeat_kv."""
+    grouped = load_model(str(tiny_model_dir)).eval()
+    stock = copy.deepcopy(grouped)
+    stock.set_attn_implementation("sdpa")
+    ids = torch.randint(3, 300, (3, 9), generator=torch.Generator().manual_seed(1))
+    attention = torch.ones(3, 10, dtype=torch.long)
+    attention[0, :4] = 0  # left padding, masked at every step
+    with torch.no_grad():
+        logits = []
+        for model in (stock, grouped):
+            prefill = model(input_ids=ids, attention_mask=attention[:, :9], use_cache=True)
+            step = model(input_ids=ids[:, -1:], attention_mask=attention, past_key_values=prefill.past_key_values,
+                         use_cache=True)
+            logits.append(step.logits)
+    assert torch.allclose(logits[1], logits[0], atol=1e-5), (logits[1] - logits[0]).abs().max()
