@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import DynamicCache, StaticCache
 
 from training.models.loading import load_model, load_tokenizer
 from training.rollout.base import RolloutRequest, SamplingSettings
 from training.rollout.bucketed_prefill import bucketed_prefill, length_buckets
+from training.rollout import torch_engine
 from training.rollout.torch_engine import TorchRolloutEngine
 
 PROMPT_LENGTHS = [120, 100, 95, 40, 33, 12, 12, 5, 1]
@@ -29,18 +31,24 @@ def requests(lengths: list[int]) -> list[RolloutRequest]:
                            sample_seeds=(2 * index, 2 * index + 1)) for index, length in enumerate(lengths)]
 
 
-def test_bucketed_prefill_samples_the_tokens_and_log_probs_of_one_prefill(engine):
+@pytest.mark.parametrize("static_cache", [False, True])
+def test_bucketed_prefill_samples_the_tokens_and_log_probs_of_one_prefill(engine, static_cache, monkeypatch):
+    """24 new tokens beside prompts of up to 120: the CPU engine decodes into a static cache unless told not to."""
     settings = SamplingSettings(max_new_tokens=24, temperature=1.0)
     batch = requests(PROMPT_LENGTHS)
     processed = []  # token positions each decoder call computes
     engine.model.get_decoder().register_forward_pre_hook(
         lambda module, args, kwargs: processed.append(kwargs["input_ids"].numel()), with_kwargs=True)
+    caches = []
+    monkeypatch.setattr(torch_engine, "bucketed_prefill",
+                        lambda *args, **kwargs: caches.append(bucketed_prefill(*args, **kwargs)) or caches[-1])
     engine.bucket_prefill = False
     whole = engine.generate(batch, settings)
     whole_positions = sum(processed)
     processed.clear()
-    engine.bucket_prefill = True
+    engine.bucket_prefill, engine.static_cache = True, static_cache
     bucketed = engine.generate(batch, settings)
+    assert [type(cache) for cache in caches] == [StaticCache if static_cache else DynamicCache]
     rows, width = 2 * len(PROMPT_LENGTHS), max(PROMPT_LENGTHS)
     assert whole_positions == rows * width + rows * 23  # one padded prefill, then one token a row a step
     # buckets [120, 100, 95], [40, 33], [12, 12], [5] (two rows a prompt) prefill all but their last token at
@@ -64,5 +72,11 @@ def test_a_cache_of_the_batch_width_holds_each_bucket_left_padded(engine):
     assert keys.shape[0] == 3 and keys.shape[2] == 9  # every prompt token but the last
     assert (keys[1, :, :6] == 0).all() and (keys[1, :, 6:] != 0).any()  # row 1: 3 tokens cached, 6 left as padding
     assert bucketed_prefill(engine.model, ids[[0, 2]], attention[[0, 2]], [10, 9]) is None  # one bucket: no pass
+    static = bucketed_prefill(engine.model, ids, attention, [10, 4, 9], static_room=5)
+    assert isinstance(static, StaticCache) and static.layers[0].keys.shape[2] == 15  # the prompts' width + 5
+    assert torch.equal(static.layers[0].keys[:, :, :9], keys) and (static.layers[0].keys[:, :, 9:] == 0).all()
+    assert int(static.get_seq_length()) == 9  # generate resumes at the last prompt token
+    assert isinstance(bucketed_prefill(engine.model, ids[[0, 2]], attention[[0, 2]], [10, 9], static_room=5),
+                      StaticCache)  # a static cache is prefilled even for one bucket
     engine.model.generation_config.cache_implementation = "static"  # a model that names its own cache
     assert bucketed_prefill(engine.model, ids, attention, [10, 4, 9]) is None
