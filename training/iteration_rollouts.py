@@ -2,7 +2,8 @@
 
 Round 0 continues the parked groups (one segment of at most the token budget each) and starts fresh
 problems for every batch slot not yet filled by a finished group (as many as the buffer has room to park). While fewer than the rank's share of `batch_size` groups are
-finished, later rounds draw fresh problems for the missing slots, so short responses keep flowing
+finished, later rounds draw fresh problems for the missing slots (scaled up by the share of this iteration's
+fresh groups that finished so far, so one more round usually suffices), so short responses keep flowing
 while long ones grow across iterations. The replay buffer is bounded (`max_parked_groups`): when
 parking would overflow it, the oldest parked groups are completed now, without the budget, and fresh
 problems that find no room are completed too. Groups finished beyond the share wait, finished, for
@@ -16,6 +17,7 @@ sampler, see training.loop.draw_groups); a rank whose share is full draws nothin
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -41,6 +43,8 @@ class IterationRollouts:
         self.tokens_generated += collected.tokens_generated
         self.tokens_saved_by_repeat_stop += collected.tokens_saved_by_repeat_stop
 
+
+MIN_FINISH_SHARE = 0.25  # a refill round draws at most 4x the groups it misses
 
 # draw(count, first_position) -> fresh groups; every rank calls it once per round, in lockstep
 DrawGroups = Callable[[int, int], list[Group]]
@@ -68,9 +72,11 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     drawn = len(fresh)
     budgeted, complete = _place(fresh, budgeted, complete, parked_limit)
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget
+    fresh_rolled = fresh_finished = 0  # this iteration's fresh groups so far, and how many of them finished
     while True:
         waiting += _roll(engine, budgeted, complete, settings, limits,
                          dataclasses.replace(streams, round=result.rounds), policy_iteration, result)
+        fresh_rolled, fresh_finished = fresh_rolled + len(fresh), fresh_finished + sum(g.finished for g in fresh)
         result.rounds += 1
         need = share - len(result.finished)
         if not any(count > 0 for count in distributed.all_gather_objects(need)):
@@ -78,7 +84,7 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
         need = max(0, need)
         forced = min(max(0, need - (parked_limit - len(waiting))), len(waiting))
         complete, waiting = waiting[:forced], waiting[forced:]
-        fresh = draw(need - forced, drawn)
+        fresh = draw(refill_count(need - forced, fresh_rolled, fresh_finished, parked_limit - len(waiting)), drawn)
         drawn += len(fresh)
         budgeted, complete = _place(fresh, [], complete, parked_limit - len(waiting))
     result.finished.sort(key=lambda group: group.age)
@@ -87,6 +93,17 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     result.tokens_carried_over = sum(carried_tokens.get(id(t), 0) for group in result.finished
                                      for t in group.trajectories)
     return result
+
+
+def refill_count(missing: int, fresh_rolled: int, fresh_finished: int, room: int) -> int:
+    """Fresh problems for a later round: enough that `missing` are expected to finish at the share of this
+    iteration's fresh groups that finished so far (at least MIN_FINISH_SHARE), so one more round usually
+    fills the batch; never fewer than `missing`, and beyond it only as many as the buffer has room to park."""
+    if missing <= 0:
+        return 0
+    share = fresh_finished / fresh_rolled if fresh_rolled else 1.0
+    wanted = math.ceil(missing / max(share, MIN_FINISH_SHARE))
+    return max(missing, min(wanted, room))
 
 
 def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],

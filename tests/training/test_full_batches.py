@@ -12,7 +12,7 @@ import torch
 
 from training.batch import build_policy_batch
 from training.collect import RolloutLimits, StreamKey
-from training.iteration_rollouts import roll_out_iteration
+from training.iteration_rollouts import refill_count, roll_out_iteration
 from training.rollout.base import SharedDeviceEngine
 from training.losses import log_z_baseline, mirror_descent_loss
 from training.rollout.base import FINISH_LENGTH, FINISH_STOP, Completion, SamplingSettings, request_limit
@@ -101,10 +101,20 @@ def test_round_zero_draws_for_every_open_slot_beside_the_continued_groups():
         assert first_draws.get(iteration, 0) == max(0, 8 - waiting_finished)
         assert len(result.finished) == 8
         surplus = parked - len(unfinished)
-        # fresh groups only fill open slots: any surplus comes from continued groups that finished
-        assert surplus <= waiting_unfinished + max(0, waiting_finished - 8)
+        refills = sum(count for drawn_in, count, first in requests if drawn_in == iteration and first > 0)
+        # round 0 only fills open slots: the surplus is continued groups that finished, or refill draws
+        assert surplus <= waiting_unfinished + max(0, waiting_finished - 8) + refills
         waiting_finished, waiting_unfinished = surplus, len(unfinished)
     assert any(first_draws[i] < 8 for i in first_draws if i > 1), "some iteration starts with surplus groups"
+
+
+def test_a_refill_round_scales_its_draw_by_the_share_of_fresh_groups_that_finished():
+    assert refill_count(3, fresh_rolled=8, fresh_finished=4, room=20) == 6  # half finished: draw twice the gap
+    assert refill_count(3, fresh_rolled=0, fresh_finished=0, room=20) == 3  # nothing measured yet
+    assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=20) == 12  # at most 4x (MIN_FINISH_SHARE)
+    assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=5) == 5  # no more than can park
+    assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=1) == 3  # but never fewer than the gap
+    assert refill_count(0, fresh_rolled=8, fresh_finished=2, room=20) == 0
 
 
 def test_fresh_groups_are_not_drawn_beyond_the_room_to_park_them():
