@@ -1,14 +1,14 @@
 """An iteration's rollouts with partial rollouts (report §2.6.2): a full batch of finished groups every time.
 
-Round 0 continues the parked groups (one segment of at most the token budget each) and starts fresh
-problems for every batch slot not yet filled by a finished group (as many as the buffer has room to park). While fewer than the rank's share of `batch_size` groups are
-finished, later rounds draw fresh problems for the missing slots (scaled up by the share of this iteration's
-fresh groups that finished so far, so one more round usually suffices), so short responses keep flowing
-while long ones grow across iterations. The replay buffer is bounded (`max_parked_groups`): when
-parking would overflow it, the oldest parked groups are completed now, without the budget, and fresh
-problems that find no room are completed too. Groups finished beyond the share wait, finished, for
-the next iteration; the oldest finished groups are trained first. Without a token budget every group
-finishes in round 0, as in a plain synchronous loop.
+Round 0 continues the parked groups (one segment of at most the token budget each) and, in the same
+engine call, starts fresh problems for every batch slot no finished group fills (as many as the buffer has
+room to park). While fewer than the rank's share of `batch_size` groups are finished, later rounds draw
+fresh problems for the missing slots (scaled up by the share of this iteration's fresh groups that finished
+so far, so one more round usually suffices), so short responses keep flowing while long ones grow across
+iterations. The replay buffer is bounded (`max_parked_groups`): when parking would overflow it, the oldest
+parked groups are completed now, without the budget, and fresh problems that find no room are completed
+too. Groups finished beyond the share wait, finished, for the next iteration; the oldest finished groups
+are trained first. Without a token budget every group finishes in round 0, as in a plain synchronous loop.
 
 Under torchrun every rank runs the same number of rounds (each round draws in lockstep from the shared
 sampler, see training.loop.draw_groups); a rank whose share is full draws nothing.
