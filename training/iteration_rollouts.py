@@ -84,9 +84,10 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
         need = max(0, need)
         forced = min(max(0, need - (parked_limit - len(waiting))), len(waiting))
         complete, waiting = waiting[:forced], waiting[forced:]
-        fresh = draw(refill_count(need - forced, fresh_rolled, fresh_finished, parked_limit - len(waiting)), drawn)
+        room = parked_limit - len(waiting)
+        fresh = draw(refill_count(need - forced, fresh_rolled, fresh_finished, room), drawn)
         drawn += len(fresh)
-        budgeted, complete = _place(fresh, [], complete, parked_limit - len(waiting))
+        budgeted, complete = _place(fresh, [], complete, room)
     result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]

@@ -31,9 +31,9 @@ class TorchTrainer:
         self.use_bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         # packed rows need text models that read restarting position ids (vision-language ones take 3-D ids)
         wants_packing = bool(getattr(config, "pack_sequences", False))
-        self.packs_sequences = wants_packing and not is_vision_language(self.model.config) and \
-            packing_supported(self.model)
-        if wants_packing and not self.packs_sequences:
+        text_model = not is_vision_language(self.model.config)
+        self.packs_sequences = wants_packing and text_model and packing_supported(self.model)
+        if wants_packing and text_model and not self.packs_sequences:
             logger.warning("pack_sequences: %s does not keep packed sequences apart; training on padded rows",
                            type(self.model).__name__)
 
