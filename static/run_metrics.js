@@ -11,6 +11,12 @@
     return fraction === null || fraction === undefined ? "" : (fraction * 100).toFixed(1) + "%";
   }
 
+  function scientific(value) {  // like the template's `scientific` filter: 2.1e-07
+    if (value === null || value === undefined) { return ""; }
+    var text = Number(value).toExponential(1);  // "2.1e-7"
+    return text.replace(/e([+-])(\d)$/, "e$10$2");
+  }
+
   // [field, text of its value], in the table's column order.
   var COLUMNS = [
     ["iteration", String],
@@ -19,6 +25,7 @@
     ["p95_response_length", function (v) { return fixed(v, 1); }],
     ["loss", function (v) { return fixed(v, 4); }],
     ["kl", function (v) { return fixed(v, 4); }],
+    ["sampler_kl", scientific],
     ["tokens_generated", String],
     ["tokens_reused", String],
     ["groups_parked", function (v) { return fixed(v, 0); }],

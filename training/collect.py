@@ -93,8 +93,7 @@ def _finish_reason(trajectory: Trajectory, engine_reason: str, limits: RolloutLi
     if settings.stop_repeats is not None:
         cut = cut_repeats(trajectory.response_ids, **settings.stop_repeats.as_dict())
         if cut is not None:
-            del trajectory.response_ids[len(cut):]
-            del trajectory.token_iterations[len(cut):]
+            trajectory.truncate(len(cut))
             return FINISH_REPEAT
     if engine_reason != FINISH_LENGTH:
         return engine_reason
@@ -116,7 +115,7 @@ def collect_rollouts(engine, groups: list[Group], settings: SamplingSettings, li
     generated = saved = 0
     for request, trajectories, completions in zip(requests, targets, outputs):
         for trajectory, completion in zip(trajectories, completions):
-            trajectory.extend(completion.token_ids, iteration)
+            trajectory.extend(completion.token_ids, iteration, completion.logprobs)
             generated += len(completion.token_ids)
             if completion.finish_reason == FINISH_REPEAT:
                 saved += request.max_new_tokens - len(completion.token_ids)

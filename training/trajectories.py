@@ -7,6 +7,7 @@ old segments. A group is trained on once all its responses are finished.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 
@@ -16,14 +17,21 @@ class Trajectory:
     response_ids: list[int] = field(default_factory=list)
     token_iterations: list[int] = field(default_factory=list)  # per response token: iteration that made it
     finish_reason: str | None = None  # None while unfinished
+    # per response token: its log-prob under the sampler that drew it (NaN where the engine gave none)
+    sampler_logprobs: list[float] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
 
-    def extend(self, token_ids, iteration: int) -> None:
+    def extend(self, token_ids, iteration: int, logprobs=None) -> None:
         self.response_ids.extend(token_ids)
         self.token_iterations.extend([iteration] * len(token_ids))
+        self.sampler_logprobs.extend(logprobs if logprobs is not None else [math.nan] * len(token_ids))
+
+    def truncate(self, length: int) -> None:
+        """Keep the first `length` response tokens."""
+        del self.response_ids[length:], self.token_iterations[length:], self.sampler_logprobs[length:]
 
     def tokens_before(self, iteration: int) -> int:
         """Response tokens generated in earlier iterations (reused, not regenerated)."""
@@ -82,6 +90,10 @@ def groups_from_state(state: list[dict]) -> list[Group]:
               draw_position=item.get("draw_position", 0),
               trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
                                        token_iterations=list(t["token_iterations"]),
-                                       finish_reason=t["finish_reason"]) for t in item["trajectories"]])
+                                       finish_reason=t["finish_reason"],
+                                       # checkpoints written before the sampler's log-probs were kept: unknown
+                                       sampler_logprobs=list(t.get("sampler_logprobs")
+                                                             or [math.nan] * len(t["response_ids"])))
+              for t in item["trajectories"]])
         for item in state
     ]

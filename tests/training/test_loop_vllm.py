@@ -28,3 +28,6 @@ def test_two_iterations_with_vllm_rollouts_train_and_checkpoint(run_paths, warm_
     assert all(report.tokens_generated > 0 and report.mean_response_length <= 32 for report in reports)
     assert any(report.loss not in (None, 0.0) for report in reports)
     assert reports[1].kl is not None and [c.iteration for c in checkpoints] == [2]
+    # vLLM samples from the weights the trainer starts each iteration with (after the update: iteration 2)
+    # (float32 on both sides; a stale engine would show the update's KL instead)
+    assert all(0.0 <= report.extra["sampler_kl"] < 1e-6 for report in reports)

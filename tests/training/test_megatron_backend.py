@@ -66,19 +66,34 @@ def megatron_first_step(megatron, batch, rewards) -> dict:
     return {"loss": sum(shares), "grads": grads}
 
 
-def torch_first_step(model_dir: str, batch, rewards) -> dict:
+def torch_trainer(model_dir: str):
     from common.knobs import parse_config
     from training.config import RLConfig
     from training.models.loading import load_model
     from training.trainer.torch_trainer import TorchTrainer
 
-    torch_trainer = TorchTrainer(load_model(model_dir),
-                                 parse_config(RLConfig, {**SETTINGS, "trainer_backend": "torch"}),
-                                 torch.device("cpu"))
-    ref_sequence, _ = torch_trainer.reference_logprobs(batch)
-    torch_trainer.model.train()
-    loss = torch_trainer._backward_step(batch, ref_sequence, rewards, batch.groups)
-    return {"loss": loss, "grads": {n: p.grad.clone() for n, p in torch_trainer.model.named_parameters()}}
+    return TorchTrainer(load_model(model_dir), parse_config(RLConfig, {**SETTINGS, "trainer_backend": "torch"}),
+                        torch.device("cpu"))
+
+
+def torch_first_step(model_dir: str, batch, rewards) -> dict:
+    trainer_ = torch_trainer(model_dir)
+    ref_sequence, _ = trainer_.reference_logprobs(batch)
+    trainer_.model.train()
+    loss = trainer_._backward_step(batch, ref_sequence, rewards, batch.groups)
+    return {"loss": loss, "grads": {n: p.grad.clone() for n, p in trainer_.model.named_parameters()}}
+
+
+def counted_update(megatron, batch) -> tuple[dict, list[bool]]:
+    """An update's metrics and, per pass of Megatron's schedule it ran, whether the pass was forward-only."""
+    passes, run = [], megatron._run
+
+    def counting_run(*args, **kwargs):
+        passes.append(kwargs.get("forward_only", False))
+        return run(*args, **kwargs)
+
+    megatron._run = counting_run
+    return megatron.update(batch, REWARDS), passes
 
 
 def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
@@ -101,7 +116,8 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
     results["hf_state"] = hf.state_dict()
     results["megatron_step"] = megatron_first_step(megatron, batch, REWARDS)
     results["torch_step"] = torch_first_step(model_dir, batch, REWARDS)
-    results["update"] = trainer(model_dir).update(batch, REWARDS)
+    results["update"], results["update_passes"] = counted_update(trainer(model_dir), batch)
+    results["torch_update"] = torch_trainer(model_dir).update(batch, REWARDS)
     rest = trainer(model_dir, policy_loss="rest", gradient_steps_per_iteration=1)
     results["rest_losses"] = [rest.update(batch, REWARDS)["loss"] for _ in range(4)]
     results["offload"] = {precision: offload_round_trip(model_dir, batch, precision) for precision in ("fp32", "bf16")}
@@ -208,6 +224,13 @@ def test_rl_steps_on_the_megatron_backend_lower_the_loss(single):
     assert update["loss"] < 0.5 * update["first_step_loss"] and update["kl"] > 0  # two mirror-descent steps
     losses = single["rest_losses"]  # ReST: the best responses' NLL falls iteration after iteration
     assert all(later < earlier for earlier, later in zip(losses, losses[1:])), losses
+
+
+def test_an_update_takes_its_reference_from_the_first_gradient_step_and_matches_the_torch_trainer(single):
+    # two gradient steps, then one forward-only pass for the KL of the updated policy: no reference pass
+    assert single["update_passes"] == [False, False, True]
+    for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+        assert single["update"][metric] == pytest.approx(single["torch_update"][metric], rel=10 * CLOSE), metric
 
 
 def test_tensor_parallel_two_gives_the_same_loss_and_gradients_as_one(single, two_ranks):

@@ -75,6 +75,12 @@ def test_a_frozen_policy_trains_on_the_same_samples_with_and_without_overlap(run
         assert overlapped[iteration].extra["old_policy_token_share"] == 1.0
         assert overlapped[iteration].extra["policy_version_span"] >= 1
         assert overlapped[iteration].extra["rollout_wait_seconds"] >= 0.0
+        # the engine samples exactly what the trainer scores (float32 on both), and the frozen policy never moves
+        assert "sampler_kl" not in overlapped[iteration].extra
+        assert 0.0 <= overlapped[iteration].extra["stale_sampler_kl"] < 1e-6
+    gaps = [synchronous[iteration].extra.get("sampler_kl") for iteration in range(1, 5)]
+    assert gaps[0] is not None  # (a later batch may hold only groups finished in earlier iterations)
+    assert all(0.0 <= gap < 1e-6 for gap in gaps if gap is not None), gaps
 
 
 @pytest.mark.slow
@@ -95,6 +101,9 @@ def test_the_batch_made_ahead_comes_from_the_policy_one_update_older(run_paths, 
     frozen = train(RunPaths(tmp_path / "frozen", run_paths.models_dir), model, learning_rate=FROZEN)
     assert samples(learning[2]) == samples(frozen[2])
     assert samples(learning[3]) != samples(frozen[3])  # sampled after the first update
+    # the trained policy moved away from the one that sampled its batch; the frozen one did not
+    assert learning[3].extra["stale_sampler_kl"] > 1e3 * frozen[3].extra["stale_sampler_kl"]
+    assert learning[3].extra["stale_sampler_kl"] > 1e-5
 
 
 @pytest.mark.slow

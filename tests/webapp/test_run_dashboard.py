@@ -167,12 +167,14 @@ def test_pages_use_the_same_few_queries_for_10_or_1000_rows(client_for, alice, p
     assert counts[0] == counts[1] <= bound, counts
 
 
-def test_the_metrics_table_shows_parked_groups_policy_span_and_old_policy_tokens(client_for, alice, run):
+def test_the_metrics_table_shows_sampler_kl_parked_groups_policy_span_and_old_policy_tokens(client_for, alice, run):
     IterationMetric.objects.create(run=run, iteration=7, train_accuracy=0.5, seconds=2.0,
                                    extra={"groups_parked": 12.0, "policy_version_span": 3.0,
-                                          "old_policy_token_share": 0.375})
+                                          "old_policy_token_share": 0.375, "sampler_kl": 2.13e-7})
     page = client_for(alice).get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "Parked</th>" in page and "Policy span</th>" in page and "Old-policy tokens</th>" in page
+    assert "Sampler KL</th>" in page
     row = page[page.index('<td class="num">7</td>'):]
     row = row[:row.index("</tr>")]
     assert '<td class="num">12</td>' in row and '<td class="num">3</td>' in row and "37.5%" in row
+    assert '<td class="num">2.1e-07</td>' in row

@@ -23,7 +23,8 @@ def add_metrics(run, count: int) -> None:
         IterationMetric(run=run, iteration=i, train_accuracy=i / 200, mean_response_length=100 + i,
                         p95_response_length=200 + i, loss=-0.5 + i / 1000, kl=None, tokens_generated=10 * i,
                         tokens_reused=i, seconds=1.0 if i <= 100 else 4.0,
-                        extra={"groups_parked": 3.0, "policy_version_span": 2.0, "old_policy_token_share": i / 1200})
+                        extra={"groups_parked": 3.0, "policy_version_span": 2.0, "old_policy_token_share": i / 1200,
+                               "sampler_kl": i * 1e-9})
         for i in range(1, count + 1)
     )
 
@@ -62,7 +63,8 @@ def test_the_status_json_sends_the_newest_50_metric_rows_and_the_row_count(clien
     assert [row["iteration"] for row in rows] == list(range(120, 70, -1))
     assert rows[0] == {"iteration": 120, "train_accuracy": 0.6, "mean_response_length": 220.0,
                        "p95_response_length": 320.0, "loss": pytest.approx(-0.38), "kl": None,
-                       "tokens_generated": 1200, "tokens_reused": 120, "seconds": 4.0, "groups_parked": 3.0,
+                       "tokens_generated": 1200, "tokens_reused": 120, "seconds": 4.0,
+                       "sampler_kl": pytest.approx(1.2e-7), "groups_parked": 3.0,
                        "policy_version_span": 2.0, "old_policy_token_share": pytest.approx(0.1)}
     # The ETA comes from those rows (the newest 20: 4 s each, 10 iterations left), as the page's own query does.
     run.refresh_from_db()

@@ -23,15 +23,20 @@ def concat_batches(batches: list[PolicyBatch]) -> PolicyBatch:
     """Several ranks' batches (same k) as one, right-padded to the widest (padding is masked out)."""
     width = max(batch.input_ids.shape[1] for batch in batches)
 
-    def padded(tensor: torch.Tensor, columns: int) -> torch.Tensor:
-        return torch.nn.functional.pad(tensor, (0, columns - tensor.shape[1]))
+    def padded(tensor: torch.Tensor, columns: int, value: float = 0) -> torch.Tensor:
+        return torch.nn.functional.pad(tensor, (0, columns - tensor.shape[1]), value=value)
+
+    def joined(name: str, value: float) -> torch.Tensor | None:
+        parts = [getattr(b, name) for b in batches]
+        return None if any(part is None for part in parts) else torch.cat([padded(p, width - 1, value) for p in parts])
 
     return PolicyBatch(
         input_ids=torch.cat([padded(b.input_ids, width) for b in batches]),
         attention_mask=torch.cat([padded(b.attention_mask, width) for b in batches]),
         loss_mask=torch.cat([padded(b.loss_mask, width - 1) for b in batches]),
         token_counts=torch.cat([b.token_counts for b in batches]), valid=torch.cat([b.valid for b in batches]),
-        groups=sum(b.groups for b in batches), samples=batches[0].samples)
+        groups=sum(b.groups for b in batches), samples=batches[0].samples,
+        sampler_logprobs=joined("sampler_logprobs", float("nan")), token_lag=joined("token_lag", -1))
 
 
 def union_over_model_parallel_ranks(batch: PolicyBatch | None, rewards: torch.Tensor | None

@@ -20,6 +20,7 @@ from training.megatron.logprobs import logprobs_from_sharded_logits
 from training.megatron.memory import TrainerMemory, clear_adam_state
 from training.megatron.model import build_gpt_model, causal_inputs, init_parallel, load_hf_state_dict
 from training.megatron.state import gather_hf_state_dict
+from training.sampler_gap import sampler_gap_metrics, sampler_gap_sums
 
 
 def training_dtype(precision: str = "auto") -> torch.dtype:
@@ -57,30 +58,38 @@ class MegatronTrainer:
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch from a freshly reset optimizer; metrics of the whole batch.
 
-        Every rank passes its own groups (None when it has none); the ranks of one model-parallel group
-        train on the union of theirs, and the loss is the mean over all groups of all ranks.
+        The first step runs at pi_i itself, so its forward pass is also the reference (dropout is off): no
+        separate pass, as in TorchTrainer. Every rank passes its own groups (None when it has none); the ranks
+        of one model-parallel group train on the union of theirs, and the loss is the mean over all groups of
+        all ranks.
         """
         self.onload()
         batch, rewards = union_over_model_parallel_ranks(batch, rewards)
         total_groups = int(self._sum_over_replicas({"groups": float(batch.groups if batch else 0)},
                                                    every_rank=True)["groups"])
-        ref_sequence, ref_tokens = self._logprobs(batch) if batch else (None, None)
         clear_adam_state(self.optimizer)  # each iteration starts from a fresh optimizer
         self.ddp.train()
-        losses, grad_norms = [], []
-        for _ in range(self.config.gradient_steps_per_iteration):
+        losses, grad_norms, ref_sequence, ref_tokens = [], [], None, None
+        for step in range(self.config.gradient_steps_per_iteration):
             self.ddp.zero_grad_buffer()
             self.optimizer.zero_grad()
-            shares = self._run(batch, ref_sequence, rewards, total_groups)
+            recorded: dict[int, torch.Tensor] = {}  # the first step's token log-probs: the reference
+            shares = self._run(batch, ref_sequence, rewards, total_groups,
+                               collect=None if step else lambda groups, tokens: recorded.__setitem__(
+                                   groups.start, tokens.cpu()))
+            if step == 0 and batch is not None:
+                ref_sequence, ref_tokens = self._joined(batch, recorded)
             losses.append(self._sum_over_replicas({"loss": sum(shares)})["loss"])
             succeeded, grad_norm, _ = self.optimizer.step()
             if not succeeded:
                 raise RuntimeError("the distributed optimizer skipped its step (non-finite gradients)")
             grad_norms.append(float(grad_norm))
         kl = self._kl(batch, ref_tokens)
+        gap = self._sum_over_replicas(sampler_gap_sums(batch, ref_tokens))
         self.model.load_state_dict(self.hf_state_dict())
         # loss: the last gradient step's (at step 1 it is (r - rbar)^2 / 2 tau whatever the update does)
-        return {"loss": losses[-1], "first_step_loss": losses[0], "grad_norm": grad_norms[0], "kl": kl}
+        return {"loss": losses[-1], "first_step_loss": losses[0], "grad_norm": grad_norms[0], "kl": kl,
+                **sampler_gap_metrics(gap)}
 
     def hf_state_dict(self) -> dict[str, torch.Tensor]:
         """The whole policy in Hugging Face layout, on the CPU (every rank must call it)."""
@@ -110,7 +119,11 @@ class MegatronTrainer:
 
     def _run(self, batch, ref_sequence, rewards, total_groups: int, forward_only: bool = False,
              collect=None) -> list[float]:
-        """One pass of Megatron's schedule over the batch's micro-batches; returns this rank's loss shares."""
+        """One pass of Megatron's schedule over the batch's micro-batches; returns this rank's loss shares.
+
+        ref_sequence None: each micro-batch's own (detached) log-probs are its reference, right at pi_i only.
+        collect(groups, tokens): called with each micro-batch's detached (rows, T-1) token log-probs.
+        """
         from megatron.core.pipeline_parallel import get_forward_backward_func
 
         micro = equal_micro_batches(batch.groups, batch.samples, self.config.micro_batch_size) if batch else [None]
@@ -128,10 +141,9 @@ class MegatronTrainer:
         def loss_function(groups, input_ids, logits):
             tokens = logprobs_from_sharded_logits(logits, input_ids, self.vocab_size,
                                                   self.config.temperature)  # (rows, T-1), the sampler's T
-            if collect is not None:
+            if groups is not None and collect is not None:
                 collect(groups, tokens.detach())
-                return tokens.sum() * 0.0, {}
-            if groups is None:  # a rank without groups joins the gradient reduction with zeros
+            if groups is None or forward_only:  # a rank without groups joins the gradient reduction with zeros
                 return tokens.sum() * 0.0, {}
             share = self._loss_share(batch, groups, tokens, ref_sequence, rewards, total_groups)
             shares.append(float(share.detach()))
@@ -150,7 +162,8 @@ class MegatronTrainer:
         size = groups.stop - groups.start
         sequence = (tokens * batch.loss_mask[rows].to(tokens.device)).sum(dim=1).view(size, batch.samples)
         loss, _ = compute_policy_loss(
-            self.config.policy_loss, logp=sequence, ref_logp=ref_sequence[groups].to(tokens.device),
+            self.config.policy_loss, logp=sequence,
+            ref_logp=sequence.detach() if ref_sequence is None else ref_sequence[groups].to(tokens.device),
             rewards=rewards[groups].to(tokens.device), valid=batch.valid[groups].to(tokens.device),
             token_counts=batch.token_counts[groups].to(tokens.device), tau=self.config.tau,
             log_z_estimate=self.config.log_z_estimate)
@@ -163,6 +176,12 @@ class MegatronTrainer:
         self.ddp.eval()
         self._run(batch, None, None, 1, forward_only=True,
                   collect=lambda groups, tokens: parts.__setitem__(groups.start, tokens.cpu()))
+        return self._joined(batch, parts)
+
+    @staticmethod
+    def _joined(batch: PolicyBatch, parts: dict[int, torch.Tensor]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Micro-batches' token log-probs by first group -> sequence (G, k) and token (N, T-1) log-probs; None
+        off the last pipeline stage, which alone computes them."""
         if not parts:
             return None, None
         tokens = torch.cat([parts[start] for start in sorted(parts)])

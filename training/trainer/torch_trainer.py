@@ -14,6 +14,7 @@ from training import distributed
 from training.batch import PolicyBatch
 from training.losses import compute_policy_loss, token_kl
 from training.models.loading import is_vision_language
+from training.sampler_gap import sampler_gap_metrics, sampler_gap_sums
 from training.trainer.logprobs import token_logprobs
 from training.trainer.packing import packed_token_logprobs, packing_supported
 
@@ -106,13 +107,14 @@ class TorchTrainer:
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
             optimizer.step()
         kl, kl_tokens = self.kl_to_reference(batch, reference[1]) if batch else (0.0, 0)
+        gap = sampler_gap_sums(batch, reference[1] if batch else None)
         totals = distributed.all_reduce_sum({"first_step_loss": losses[0], "loss": losses[-1],
-                                             "kl_sum": kl * kl_tokens, "kl_tokens": kl_tokens})
+                                             "kl_sum": kl * kl_tokens, "kl_tokens": kl_tokens, **gap})
         if self.distributed:  # token-weighted over ranks
             kl = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
         # loss: the last gradient step's (at step 1 it is (r - rbar)^2 / 2 tau whatever the update does)
         return {"loss": totals["loss"], "first_step_loss": totals["first_step_loss"], "grad_norm": grad_norms[0],
-                "kl": kl}
+                "kl": kl, **sampler_gap_metrics(totals)}
 
     def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
                        rewards: torch.Tensor | None, total_groups: int,

@@ -44,9 +44,10 @@ def eta_from_newest(run: RLRun, newest_seconds: list[float]) -> float | None:
     return sum(newest_seconds) / len(newest_seconds) * remaining
 
 
-# Partial-rollout metrics from a row's `extra`, shown as columns: groups waiting in the replay buffer, policy
-# versions inside the trained samples (0 = all from this iteration's policy), share of tokens from older policies.
-METRIC_TABLE_EXTRAS = ("groups_parked", "policy_version_span", "old_policy_token_share")
+# Metrics from a row's `extra`, shown as columns: KL(sampler || trainer) on the tokens the trained policy sampled
+# (training/sampler_gap.py), groups waiting in the replay buffer, policy versions inside the trained samples
+# (0 = all from this iteration's policy), share of tokens from older policies.
+METRIC_TABLE_EXTRAS = ("sampler_kl", "groups_parked", "policy_version_span", "old_policy_token_share")
 
 
 def newest_metric_rows(run: RLRun, rows: int = METRIC_TABLE_ROWS) -> tuple[list[dict[str, Any]], int]:

@@ -19,3 +19,11 @@ def percent(fraction, digits: int = 1) -> str:
     if fraction is None or fraction == "":
         return ""
     return f"{fraction * 100:.{digits}f}%"
+
+
+@register.filter
+def scientific(value, digits: int = 1) -> str:
+    """0.000000213 -> '2.1e-07' (small values such as a sampler-trainer KL); empty for None or a missing value."""
+    if value is None or value == "":
+        return ""
+    return f"{value:.{digits}e}"

@@ -1,0 +1,78 @@
+"""The sampler-trainer gap of an iteration: KL(sampler || pi_i) on the tokens pi_i sampled, and on older ones."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from common.knobs import parse_config
+from training.batch import build_policy_batch
+from training.collect import RolloutLimits, StreamKey, collect_rollouts, new_groups
+from training.config import RLConfig
+from training.prompting import prompt_ids
+from training.rollout.base import SamplingSettings
+from training.sampler_gap import sampler_gap_metrics, sampler_gap_sums
+from training.trainer.torch_trainer import TorchTrainer
+from training.trajectories import Group, Trajectory, groups_from_state, groups_state
+
+
+def k3(delta: float) -> float:
+    return math.exp(delta) - delta - 1
+
+
+def test_the_gaps_are_k3_means_split_by_the_policy_that_sampled_each_token():
+    # iteration 3; prompt (1, 2): position 1 predicts the first response token
+    current = Trajectory(prompt_ids=(1, 2), finish_reason="stop")
+    current.extend([5, 6], 3, [-1.0, -2.0])
+    mixed = Trajectory(prompt_ids=(1, 2), finish_reason="stop")
+    mixed.extend([7], 2, [-0.5])  # an older segment
+    mixed.extend([8, 9], 3, [-1.5, math.nan])  # the engine gave no log-prob for the last token
+    batch = build_policy_batch([Group(0, 2, [current, mixed])], pad_id=0, iteration=3,
+                               exclude_segments_older_than=None)
+    assert batch.token_lag.tolist() == [[-1, 0, 0, -1], [-1, 1, 0, 0]]
+    trainer = torch.zeros(2, 4)
+    trainer[0, 1:3] = torch.tensor([-1.0 + 0.1, -2.0 - 0.2])  # the trainer's log-probs: off by +0.1, -0.2
+    trainer[1, 1:4] = torch.tensor([-0.5 + 0.3, -1.5, -9.0])
+    sums = sampler_gap_sums(batch, trainer)
+    assert sums["sampler_kl_tokens"] == 3 and sums["stale_sampler_kl_tokens"] == 1
+    metrics = sampler_gap_metrics(sums)
+    assert metrics["sampler_kl"] == pytest.approx((k3(0.1) + k3(-0.2) + k3(0.0)) / 3, rel=1e-5)
+    assert metrics["stale_sampler_kl"] == pytest.approx(k3(0.3), rel=1e-5)
+    assert sampler_gap_metrics(sampler_gap_sums(None, None)) == {}  # no tokens: no metric, not a 0
+
+
+def test_a_checkpoint_keeps_the_sampler_log_probs_and_reads_older_ones_as_unknown():
+    trajectory = Trajectory(prompt_ids=(1,), finish_reason=None)
+    trajectory.extend([4, 5], 1, [-0.25, -0.75])
+    state = groups_state([Group(0, 1, [trajectory])])
+    assert groups_from_state(state)[0].trajectories[0].sampler_logprobs == [-0.25, -0.75]
+    del state[0]["trajectories"][0]["sampler_logprobs"]  # written before the field existed
+    restored = groups_from_state(state)[0].trajectories[0].sampler_logprobs
+    assert len(restored) == 2 and all(math.isnan(value) for value in restored)
+
+
+def trainer_gap(tiny_model_dir, engine_temperature: float, trainer_temperature: float) -> dict[str, float]:
+    """One update's metrics on responses the torch engine sampled at `engine_temperature` in iteration 1."""
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+    limits = RolloutLimits(max_response_tokens=16, token_budget=None, samples_per_problem=4)
+    groups = new_groups([0, 1], [prompt_ids("5-2+1", tokenizer), prompt_ids("7+1", tokenizer)], 1, 4)
+    collected = collect_rollouts(TorchRolloutEngine(model, tokenizer), groups,
+                                 SamplingSettings(16, temperature=engine_temperature), limits, 1,
+                                 StreamKey(run_seed=0, iteration=1))
+    config = parse_config(RLConfig, {"temperature": trainer_temperature, "micro_batch_size": 4,
+                                     "samples_per_problem": 4})
+    batch = build_policy_batch(collected.finished, tokenizer.pad_token_id, 1, None)
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]])
+    return TorchTrainer(model, config, torch.device("cpu")).update(batch, rewards)
+
+
+def test_an_update_reports_a_near_zero_sampler_kl_when_it_scores_the_sampled_distribution(tiny_model_dir):
+    matched = trainer_gap(tiny_model_dir, 0.7, 0.7)
+    assert 0.0 <= matched["sampler_kl"] < 1e-6 and "stale_sampler_kl" not in matched
+    # the metric has teeth: a trainer scoring T = 0.7 samples at T = 1 is far off
+    assert trainer_gap(tiny_model_dir, 0.7, 1.0)["sampler_kl"] > 1e-3
