@@ -50,13 +50,20 @@ MIN_FINISH_SHARE = 0.25  # a refill round draws at most 4x the groups it misses
 DrawGroups = Callable[[int, int], list[Group]]
 
 
+class RolloutsCancelled(Exception):
+    """The rollouts were given up between two rounds (the run that wanted them is failing or stopping)."""
+
+
 def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: int, parked_limit: int,
                        settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey,
-                       policy_iteration: int | None = None) -> IterationRollouts:
+                       policy_iteration: int | None = None,
+                       cancelled: Callable[[], bool] = lambda: False) -> IterationRollouts:
     """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit.
 
     policy_iteration: the iteration whose starting policy the engine holds, stamped on every new token
     (None = streams.iteration; rollouts made ahead, during the previous iteration's update, pass that one).
+    cancelled: asked before every round; True raises RolloutsCancelled (single-process rollouts made ahead
+    only: under torchrun every rank must run the same rounds).
     """
     policy_iteration = streams.iteration if policy_iteration is None else policy_iteration
     carried = sorted(buffer.take_all(), key=lambda group: group.age)
@@ -74,6 +81,9 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget
     fresh_rolled = fresh_finished = 0  # this iteration's fresh groups so far, and how many of them finished
     while True:
+        if cancelled():
+            raise RolloutsCancelled(f"rollouts for iteration {streams.iteration} given up after {result.rounds} "
+                                    "round(s)")
         waiting += _roll(engine, budgeted, complete, settings, limits,
                          dataclasses.replace(streams, round=result.rounds), policy_iteration, result)
         fresh_rolled, fresh_finished = fresh_rolled + len(fresh), fresh_finished + sum(g.finished for g in fresh)

@@ -98,7 +98,7 @@ def roll_out(session: RunSession, iteration: int, policy_iteration: int | None =
         limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
                              config.samples_per_problem),
         streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank),
-        policy_iteration=policy_iteration)
+        policy_iteration=policy_iteration, cancelled=session.ahead.cancelled)
 
 
 def judge_counts(session: RunSession) -> dict[str, float]:

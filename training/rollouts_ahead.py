@@ -8,12 +8,14 @@ The engine gets the new weights only once those rollouts are done, so each respo
 The background thread owns the replay buffer, the problem sampler and its random generator while the main
 thread trains; the loop starts it after the iteration's scores have updated the sampler and waits for it
 before handing over the new weights, checkpointing or stopping. A checkpoint holds the finished rollouts
-made ahead, so a resumed run trains on exactly what the uninterrupted run would have.
+made ahead, so a resumed run trains on exactly what the uninterrupted run would have. A run that fails or
+stops closes it, and rollouts still in the making end at their next round instead of filling the batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
@@ -33,6 +35,11 @@ class RolloutsAhead:
         self._future: Future | None = None
         self._iteration: int | None = None
         self._made: IterationRollouts | None = None
+        self._cancel = threading.Event()
+
+    def cancelled(self) -> bool:
+        """Whether the rollouts in the making should stop at their next round (`close` asks them to)."""
+        return self._cancel.is_set()
 
     def start(self, iteration: int, roll_out: Callable[[], IterationRollouts]) -> None:
         """Run `roll_out` (iteration's rollouts) in the background thread."""
@@ -81,7 +88,11 @@ class RolloutsAhead:
                                        **{name: int(state[name]) for name in COUNTERS})
 
     def close(self) -> None:
-        """Let rollouts in the making end (the engine they use is closed next), then stop the thread."""
+        """Stop the thread. Rollouts still in the making (the run is failing or stopping: a checkpoint waits for
+        them first) end at their next round; the engine call under way finishes, since the engine they use is
+        closed next."""
         if self._executor is not None:
+            self._cancel.set()
             self._executor.shutdown(wait=True)
             self._executor = None
+            self._future = None  # what they raised (RolloutsCancelled, or the failure itself) goes with them

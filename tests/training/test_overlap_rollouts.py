@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import threading
+import time
 
 import pytest
 
 from common.knobs import parse_config
 from training.checkpoint import latest_checkpoint
 from training.config import RLConfig
-from training.iteration_rollouts import IterationRollouts
+from training.collect import RolloutLimits, StreamKey
+from training.iteration_rollouts import IterationRollouts, roll_out_iteration
+from training.rollout.base import FINISH_LENGTH, Completion, SamplingSettings, request_limit
 from training.loop import run
 from training.rollouts_ahead import RolloutsAhead
 from training.tasks.arithmetic import generate
-from training.trajectories import Group, Trajectory
+from training.trajectories import Group, ReplayBuffer, Trajectory
 from training.types import PromptRecord, RunPaths, TrainingHooks
+
+from tests.training.test_full_batches import FILLER, LONG, ScriptedEngine, draw_from
 
 RECORDS = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer, difficulty=p.difficulty)
            for p in generate(32, seed=3)]
@@ -177,3 +183,39 @@ def test_an_error_in_the_rollouts_made_ahead_reaches_the_loop():
         ahead.wait()
     assert ahead.take(2) is None
     ahead.close()
+
+
+class HeldEngine(ScriptedEngine):
+    """Every response runs past its segment's limit (no group ever finishes); each call is held until the test
+    lets it go, or fails after 10 s."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.released = threading.Semaphore(0), threading.Semaphore(0)
+
+    def generate(self, requests, settings):
+        self.calls += 1
+        self.entered.release()
+        if not self.released.acquire(timeout=10):
+            raise TimeoutError(f"engine call {self.calls} was never released")
+        return [[Completion((FILLER,) * request_limit(request, settings), (0.0,) * request_limit(request, settings),
+                            FINISH_LENGTH)] * request.n for request in requests]
+
+
+def test_closing_gives_up_the_rollouts_in_the_making_at_their_next_round():
+    """A failing run does not wait for a whole batch made ahead: the rounds stop after the call under way."""
+    engine, buffer, ahead = HeldEngine(), ReplayBuffer(), RolloutsAhead()
+    # 4 groups wanted, none ever finishes: without the cancel, round after round would follow
+    ahead.start(2, lambda: roll_out_iteration(
+        engine, buffer, draw_from([0, 2]), share=4, parked_limit=64, settings=SamplingSettings(LONG),
+        limits=RolloutLimits(LONG, 4, 2), streams=StreamKey(run_seed=0, iteration=2), cancelled=ahead.cancelled))
+    assert engine.entered.acquire(timeout=10)  # round 0's engine call is under way
+    closing = threading.Thread(target=ahead.close)
+    closing.start()
+    deadline = time.monotonic() + 10
+    while not ahead.cancelled() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ahead.cancelled(), "close() did not ask the rollouts in the making to stop"
+    engine.released.release()  # round 0 ends; no round 1 starts
+    closing.join(timeout=10)
+    assert not closing.is_alive() and engine.calls == 1
