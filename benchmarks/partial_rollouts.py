@@ -17,7 +17,8 @@ side (rollouts, training).
 Workloads (benchmarks/workloads.py): two_mode (default; 90% of responses short, mean 20 tokens, 10% long,
 running to --max-tokens) and geometric (every token equally likely: lengths geometric with mean ~391,
 mostly near the cap, so there is little tail to cut). --learning adds a short RL run of the warmed-up tiny
-model on the arithmetic task in the whole, partial and overlap modes, to show that they learn alike.
+model on the arithmetic task in the whole, partial and overlap modes, to show that they learn alike, with how
+far off-policy each mode's trained tokens are (mean stale_sampler_kl, training/sampler_gap.py).
 """
 
 from __future__ import annotations
@@ -149,18 +150,26 @@ def learning(args, models_dir: Path) -> None:
 
     prompt_records, iterations, budget = records(256, seed=0, difficulties=("easy",)), 24, 8
     recipe = {**TINY_DEMO, "model": "tiny", "iterations": iterations}
-    curves = {"whole": [r.train_accuracy for r in run_loop(recipe, models_dir, prompt_records,
-                                                           output=models_dir / "learning-whole")]}
+    runs = {"whole": run_loop(recipe, models_dir, prompt_records, output=models_dir / "learning-whole")}
     warm = str(checkpoint_dir(models_dir / "learning-whole", 0))  # the warm-up every run starts from
     partial = {**recipe, "model": warm, "warmup_sft_steps": 0, "partial_rollout_token_budget": budget}
     for mode, settings in (("partial", partial), ("overlap", {**partial, "overlap_rollouts": True})):
-        curves[mode] = [report.train_accuracy for report in run_loop(settings, models_dir, prompt_records)]
+        runs[mode] = run_loop(settings, models_dir, prompt_records)
     print(f"\ntraining accuracy, demo recipe on the easy problems, {iterations} iterations "
-          f"(partial and overlap: budget {budget} of {recipe['max_response_tokens']} tokens)")
-    print(f"{'mode':<9}{'iterations 1-6':>16}{'last 6':>10}  by iteration")
-    for mode, curve in curves.items():
-        print(f"{mode:<9}{statistics.mean(curve[:6]):>16.3f}{statistics.mean(curve[-6:]):>10.3f}  "
+          f"(partial and overlap: budget {budget} of {recipe['max_response_tokens']} tokens); mean KL(sampler || "
+          "trainer) over the iterations, on tokens the trained policy sampled and on older ones")
+    print(f"{'mode':<9}{'iterations 1-6':>16}{'last 6':>10}{'sampler KL':>12}{'stale KL':>10}  by iteration")
+    for mode, reports in runs.items():
+        curve = [report.train_accuracy for report in reports]
+        print(f"{mode:<9}{statistics.mean(curve[:6]):>16.3f}{statistics.mean(curve[-6:]):>10.3f}"
+              f"{mean_metric(reports, 'sampler_kl'):>12.2e}{mean_metric(reports, 'stale_sampler_kl'):>10.2e}  "
               + " ".join(f"{value:.2f}" for value in curve))
+
+
+def mean_metric(reports, name: str) -> float:
+    """The mean of an iteration metric over the iterations that report it (NaN when none does)."""
+    values = [report.extra[name] for report in reports if name in report.extra]
+    return statistics.mean(values) if values else float("nan")
 
 
 def main() -> None:
