@@ -76,3 +76,24 @@ def test_an_update_reports_a_near_zero_sampler_kl_when_it_scores_the_sampled_dis
     assert 0.0 <= matched["sampler_kl"] < 1e-6 and "stale_sampler_kl" not in matched
     # the metric has teeth: a trainer scoring T = 0.7 samples at T = 1 is far off
     assert trainer_gap(tiny_model_dir, 0.7, 1.0)["sampler_kl"] > 1e-3
+
+
+@pytest.mark.slow
+def test_a_bfloat16_engine_beside_a_float32_trainer_shows_in_the_sampler_kl(warm_model_dir, tmp_path):
+    """The RL loop with the torch engine sampling in bfloat16 (rollout_dtype) from the float32 trainer's weights."""
+    from training.loop import run
+    from training.tasks.arithmetic import generate
+    from training.types import PromptRecord, RunPaths, TrainingHooks
+
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]
+    gaps = {}
+    for dtype in ("float32", "bfloat16"):
+        reports = []
+        config = parse_config(RLConfig, dict(model=str(warm_model_dir), iterations=2, batch_size=4,
+                                             samples_per_problem=4, max_response_tokens=32, learning_rate=1e-3,
+                                             rollout_dtype=dtype))
+        run(config, records, RunPaths(tmp_path / dtype, tmp_path / "models"),
+            TrainingHooks(on_iteration=reports.append))
+        gaps[dtype] = [report.extra["sampler_kl"] for report in reports]
+    assert all(gap < 1e-6 for gap in gaps["float32"]), gaps
+    assert all(bf16 > 1e3 * max(fp32, 1e-12) for bf16, fp32 in zip(gaps["bfloat16"], gaps["float32"])), gaps
