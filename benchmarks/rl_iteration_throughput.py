@@ -4,7 +4,8 @@ The model: the tiny preset, or (--architecture qwen2-0.5b) Qwen2-0.5B's shapes w
 random weights (358M parameters), built locally. Each trainer runs --iterations RL iterations of --problems
 problems x k=--samples responses of up to --max-tokens tokens on the synthetic task with the torch rollout
 engine (on a GPU it samples in bf16 and, beside Megatron, on the GPU too); printed per trainer: median
-iteration seconds, rollout and training seconds, generated tokens/s per GPU. The Megatron trainer needs a
+iteration seconds, rollout and training seconds, generated tokens/s per GPU, and the median sampler KL (the
+engine's 16-bit sampling against the trainer's log-probs, training/sampler_gap.py). The Megatron trainer needs a
 GPU (on a CPU it is skipped, saying so). scripts/gpu_smoke.sh runs it.
 """
 
@@ -77,9 +78,11 @@ def measure(trainer: str, model: Path, models_dir: Path, args) -> dict[str, floa
     seconds = statistics.median(report.seconds for report in steady)
     train = statistics.median(report.extra.get("train_seconds", 0.0) for report in steady)
     tokens = statistics.median(report.tokens_generated for report in steady)
+    gaps = [report.extra["sampler_kl"] for report in steady if "sampler_kl" in report.extra]
     return {"iteration_s": seconds, "train_s": train, "rollout_s": seconds - train,
             "tokens_per_iteration": tokens, "tokens_per_s_per_gpu": tokens / seconds,
-            "rollout_tokens_per_s": tokens / max(seconds - train, 1e-9)}
+            "rollout_tokens_per_s": tokens / max(seconds - train, 1e-9),
+            "sampler_kl": statistics.median(gaps) if gaps else float("nan")}
 
 
 def main() -> None:
@@ -93,7 +96,7 @@ def main() -> None:
         print(f"{args.architecture} on {device}: {args.problems} problems x k={args.samples}, up to "
               f"{args.max_tokens} tokens, median of iterations 2..{args.iterations}")
         print(f"{'trainer':<10}{'iteration s':>12}{'rollout s':>11}{'train s':>9}{'tokens':>9}{'tokens/s/GPU':>14}"
-              f"{'rollout tok/s':>15}")
+              f"{'rollout tok/s':>15}{'sampler KL':>12}")
         for trainer in args.trainers.split(","):
             if trainer == "megatron" and not torch.cuda.is_available():
                 print(f"{trainer:<10}skipped: the Megatron trainer runs on GPUs only (the CPU tests use a shim)")
@@ -101,7 +104,7 @@ def main() -> None:
             result = measure(trainer, model, models_dir, args)
             print(f"{trainer:<10}{result['iteration_s']:>12.2f}{result['rollout_s']:>11.2f}{result['train_s']:>9.2f}"
                   f"{result['tokens_per_iteration']:>9.0f}{result['tokens_per_s_per_gpu']:>14.0f}"
-                  f"{result['rollout_tokens_per_s']:>15.0f}")
+                  f"{result['rollout_tokens_per_s']:>15.0f}{result['sampler_kl']:>12.2e}")
 
 
 if __name__ == "__main__":
