@@ -15,13 +15,16 @@ stops closes it, and rollouts still in the making end at their next round instea
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-from training.iteration_rollouts import IterationRollouts
+from training.iteration_rollouts import IterationRollouts, RolloutsCancelled
 from training.trajectories import groups_from_state, groups_state
+
+logger = logging.getLogger(__name__)
 
 # what a checkpoint keeps of made rollouts besides their groups: every counter of IterationRollouts
 COUNTERS = tuple(field.name for field in dataclasses.fields(IterationRollouts) if field.name != "finished")
@@ -95,4 +98,7 @@ class RolloutsAhead:
             self._cancel.set()
             self._executor.shutdown(wait=True)
             self._executor = None
-            self._future = None  # what they raised (RolloutsCancelled, or the failure itself) goes with them
+            future, self._future = self._future, None
+            error = future.exception() if future is not None else None
+            if error is not None and not isinstance(error, RolloutsCancelled):  # the run's own error goes on
+                logger.warning("the rollouts made ahead for iteration %s failed too: %s", self._iteration, error)

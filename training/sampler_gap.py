@@ -33,7 +33,7 @@ def sampler_gap_sums(batch: PolicyBatch | None, trainer_tokens: Tensor | None) -
     width = min(trainer_tokens.shape[1], batch.sampler_logprobs.shape[1])
     trainer_tokens = trainer_tokens[:, :width].double().cpu()
     sampler_tokens, token_lag = batch.sampler_logprobs[:, :width].double(), batch.token_lag[:, :width]
-    known = ~torch.isnan(sampler_tokens)
+    known = torch.isfinite(sampler_tokens) & torch.isfinite(trainer_tokens)  # NaN: the engine gave none
     log_ratio = torch.where(known, trainer_tokens - sampler_tokens, torch.zeros_like(trainer_tokens))
     terms = torch.expm1(log_ratio) - log_ratio  # in float64: no rounding below 0 for tiny gaps
     for name, tokens in zip(NAMES, (known & (token_lag == 0), known & (token_lag > 0))):

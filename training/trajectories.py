@@ -25,6 +25,9 @@ class Trajectory:
         return self.finish_reason is not None
 
     def extend(self, token_ids, iteration: int, logprobs=None) -> None:
+        """Append a segment made by `iteration`'s policy, with the sampler's log-prob of each token (None: unknown)."""
+        if logprobs is not None and len(logprobs) != len(token_ids):
+            raise ValueError(f"a segment of {len(token_ids)} tokens came with {len(logprobs)} sampler log-probs")
         self.response_ids.extend(token_ids)
         self.token_iterations.extend([iteration] * len(token_ids))
         self.sampler_logprobs.extend(logprobs if logprobs is not None else [math.nan] * len(token_ids))

@@ -72,7 +72,9 @@ def hand_built_groups() -> list:
         for _ in range(2):
             response = torch.randint(5, 380, (16 - len(prompt),), generator=generator).tolist()
             trajectories.append(Trajectory(prompt_ids=prompt, response_ids=response,
-                                           token_iterations=[1] * len(response), finish_reason="stop"))
+                                           token_iterations=[1] * len(response), finish_reason="stop",
+                                           # about a uniform sampler's over the 391 tokens: a sampler KL to check
+                                           sampler_logprobs=[-6.0] * len(response)))
         groups.append(Group(problem_index=index, started_iteration=1, trajectories=trajectories))
     return groups
 
@@ -124,7 +126,7 @@ def test_a_ddp_update_on_two_ranks_equals_one_process_on_the_whole_batch(tiny_mo
             gradient = single["grads"][parameter]
             gap = float((main["grads"][parameter] - gradient).abs().max())
             assert gap <= 1e-4 * float(gradient.abs().max()) + 1e-9, f"{name}: gradient of {parameter} off by {gap}"
-        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
             assert main["metrics"][metric] == pytest.approx(single["metrics"][metric], rel=1e-5), f"{name}: {metric}"
             assert other["metrics"][metric] == main["metrics"][metric], f"{name}: {metric} differs between ranks"
     initial = load_model(str(tiny_model_dir)).state_dict()

@@ -229,7 +229,7 @@ def test_rl_steps_on_the_megatron_backend_lower_the_loss(single):
 def test_an_update_takes_its_reference_from_the_first_gradient_step_and_matches_the_torch_trainer(single):
     # two gradient steps, then one forward-only pass for the KL of the updated policy: no reference pass
     assert single["update_passes"] == [False, False, True]
-    for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+    for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
         assert single["update"][metric] == pytest.approx(single["torch_update"][metric], rel=10 * CLOSE), metric
 
 
@@ -238,20 +238,20 @@ def test_tensor_parallel_two_gives_the_same_loss_and_gradients_as_one(single, tw
     for rank in two_ranks:
         assert rank["tp_step"]["loss"] == pytest.approx(single["megatron_step"]["loss"], rel=1e-5)
         assert_gradients_close(rank["tp_step"]["grads"], single["megatron_step"]["grads"], 1e-4)
-        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
             assert rank["tp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
 
 
 def test_pipeline_parallel_two_gives_the_same_update_as_one_stage(single, two_ranks):
     for rank in two_ranks:
-        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
             assert rank["pp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
 
 
 def test_two_data_parallel_ranks_with_the_distributed_optimizer_match_one_and_stay_equal(single, two_ranks):
     assert two_ranks[0]["dp_layout"].data_parallel_size == 2
     main, other = two_ranks
-    for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+    for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
         assert main["dp_update"][metric] == pytest.approx(single["update"][metric], rel=1e-4), metric
         assert other["dp_update"][metric] == main["dp_update"][metric]
     for name, tensor in main["dp_state"].items():
@@ -270,7 +270,7 @@ def test_offloading_the_trainer_frees_its_buffers_and_changes_no_update(single, 
     assert result["held"] > 0 and result["held_offloaded"] == 0  # weights, gradients, main weights all let go
     assert (result["main_copies"] > 0) == (precision == "bf16")  # fp32 main weights in bf16, views in fp32
     for offloaded, kept in zip(result["offloaded_updates"], result["kept_updates"]):
-        for metric in ("loss", "first_step_loss", "grad_norm", "kl"):
+        for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):
             assert offloaded[metric] == kept[metric], metric
     assert result["offloaded_updates"][1]["grad_norm"] != result["offloaded_updates"][0]["grad_norm"]  # it moved
     for name, tensor in result["kept_state"].items():

@@ -43,6 +43,31 @@ def test_the_gaps_are_k3_means_split_by_the_policy_that_sampled_each_token():
     assert sampler_gap_metrics(sampler_gap_sums(None, None)) == {}  # no tokens: no metric, not a 0
 
 
+def test_the_sampler_log_probs_move_with_their_rows_when_the_trainer_reorders_groups():
+    short, long_ = Trajectory(prompt_ids=(1,), finish_reason="stop"), Trajectory(prompt_ids=(1,), finish_reason="stop")
+    short.extend([5], 2, [-0.5])
+    long_.extend([6, 7, 8], 1, [-1.0, -2.0, -3.0])
+    batch = build_policy_batch([Group(0, 2, [short]), Group(1, 1, [long_])], pad_id=0, iteration=2,
+                               exclude_segments_older_than=None)
+    reordered = batch.select_groups(batch.longest_first())
+    assert reordered.input_ids[0].tolist() == [1, 6, 7, 8]
+    assert reordered.sampler_logprobs[0].tolist() == [-1.0, -2.0, -3.0]
+    assert reordered.token_lag.tolist() == [[1, 1, 1], [0, -1, -1]]
+
+
+def test_a_segment_with_the_wrong_number_of_log_probs_is_refused():
+    with pytest.raises(ValueError, match="3 tokens came with 2 sampler log-probs"):
+        Trajectory(prompt_ids=(1,)).extend([4, 5, 6], 1, [-0.1, -0.2])
+
+
+def test_a_non_finite_log_prob_leaves_the_gap_out_instead_of_making_it_nan():
+    trajectory = Trajectory(prompt_ids=(1,), finish_reason="stop")
+    trajectory.extend([4, 5], 1, [float("-inf"), -1.0])  # a token outside the sampler's nucleus
+    batch = build_policy_batch([Group(0, 1, [trajectory])], pad_id=0, iteration=1, exclude_segments_older_than=None)
+    metrics = sampler_gap_metrics(sampler_gap_sums(batch, torch.tensor([[-2.0, -1.0]])))
+    assert metrics == {"sampler_kl": 0.0}
+
+
 def test_a_checkpoint_keeps_the_sampler_log_probs_and_reads_older_ones_as_unknown():
     trajectory = Trajectory(prompt_ids=(1,), finish_reason=None)
     trajectory.extend([4, 5], 1, [-0.25, -0.75])
