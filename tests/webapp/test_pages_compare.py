@@ -76,6 +76,17 @@ def test_smoothing_is_an_exponential_moving_average_of_the_bucket_means(client_f
     assert payload["smoothing"] == 0.5
 
 
+def test_metrics_kept_in_the_rows_extra_are_averaged_over_the_iterations_that_report_them(client_for, alice, run):
+    IterationMetric.objects.bulk_create([
+        IterationMetric(run=run, iteration=1, tokens_generated=10, extra={"sampler_kl": 2e-7}),
+        IterationMetric(run=run, iteration=2, tokens_generated=10, extra={"sampler_kl": 4e-7,
+                                                                          "stale_sampler_kl": 0.03}),
+        IterationMetric(run=run, iteration=3, tokens_generated=10, extra={})])
+    payload = client_for(alice).get(DATA_URL, {"runs": run.pk, "metric": ["sampler_kl", "stale_sampler_kl"]}).json()
+    assert series_of(payload, "sampler_kl")["run-1"]["raw"] == pytest.approx([2e-7, 4e-7, None])
+    assert series_of(payload, "stale_sampler_kl")["run-1"]["raw"] == [None, 0.03, None]
+
+
 def test_runs_share_the_chart_in_the_order_given(client_for, alice, run):
     other = second_run(run)
     add_metrics(run, [1, 2])

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from django import forms
-from django.db.models import Avg, Case, F, Func, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When, Window
+from django.db.models import (Avg, Case, F, FloatField, Func, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value,
+                              When, Window)
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from common.id_lists import NotAnId, parse_id_list
 from webapp.evals.models import BenchmarkResult
@@ -29,6 +32,14 @@ COMPARE_METRICS = {
     "kl": "KL to the iteration's start",
     "seconds": "Seconds per iteration",
 }
+# Metrics a row keeps in its `extra` JSON (left out of iterations that have none): the sampler-trainer gap
+# (training/sampler_gap.py) and partial rollouts' share of older policies' tokens.
+EXTRA_METRICS = {
+    "sampler_kl": "Sampler KL (sampler || trainer, on the policy's own tokens)",
+    "stale_sampler_kl": "Stale sampler KL (on older policies' tokens)",
+    "old_policy_token_share": "Share of trained tokens from older policies",
+}
+COMPARE_METRICS |= EXTRA_METRICS
 DEFAULT_METRICS = ("train_accuracy", "mean_response_length")
 X_AXES = {"iteration": "Iteration", "tokens": "Cumulative generated tokens"}
 
@@ -140,6 +151,14 @@ def run_bucket_widths(run_ids: Sequence[int]) -> dict[int, int]:
     return {row["run_id"]: bucket_width(row["last"]) for row in last}
 
 
+def metric_column(name: str):
+    """A compare metric as a per-row float expression: a column, or a number from the row's `extra` (NULL when
+    missing, so a bucket's mean is over the iterations that report it)."""
+    if name in EXTRA_METRICS:
+        return Cast(KeyTextTransform(name, "extra"), FloatField())
+    return F(name)
+
+
 def bucketed_metrics(run_ids: Sequence[int], metrics: Sequence[str]) -> dict[int, dict[str, list]]:
     """Per run: iteration (bucket's last), tokens (cumulative at bucket's end) and each metric's bucket mean.
 
@@ -158,7 +177,7 @@ def bucketed_metrics(run_ids: Sequence[int], metrics: Sequence[str]) -> dict[int
             last_iteration=Max("iteration"),
             tokens=GroupedWindow(RunningSum(Sum("tokens_generated")), partition_by=[F("run_id")],
                                  order_by=F("bucket").asc()),
-            **{f"mean_{name}": Avg(name) for name in metrics},
+            **{f"mean_{name}": Avg(metric_column(name)) for name in metrics},
         )
         .order_by("run_id", "bucket")
     )
