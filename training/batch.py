@@ -64,10 +64,8 @@ def build_policy_batch(groups: list[Group], pad_id: int, iteration: int,
     width = max(len(t.prompt_ids) + len(t.response_ids) for t in trajectories)
     input_ids = torch.full((len(trajectories), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(trajectories), width), dtype=torch.long)
-    loss_mask = torch.zeros((len(trajectories), width - 1), dtype=torch.float32)
     sampler_logprobs = torch.full((len(trajectories), width - 1), float("nan"), dtype=torch.float32)
     token_lag = torch.full((len(trajectories), width - 1), -1, dtype=torch.long)
-    oldest_kept = None if exclude_segments_older_than is None else iteration - exclude_segments_older_than
     for row, trajectory in enumerate(trajectories):
         tokens = list(trajectory.prompt_ids) + trajectory.response_ids
         input_ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
@@ -77,9 +75,10 @@ def build_policy_batch(groups: list[Group], pad_id: int, iteration: int,
         token_lag[row, start:start + len(made)] = iteration - made
         known = trajectory.sampler_logprobs[:len(made)]
         sampler_logprobs[row, start:start + len(known)] = torch.tensor(known, dtype=torch.float32)
-        for offset, made_in in enumerate(trajectory.token_iterations):
-            if oldest_kept is None or made_in >= oldest_kept:
-                loss_mask[row, start + offset] = 1.0
+    loss_mask = token_lag >= 0  # response tokens, minus the segments older than the exclusion keeps
+    if exclude_segments_older_than is not None:
+        loss_mask &= token_lag <= exclude_segments_older_than
+    loss_mask = loss_mask.float()
     token_counts = loss_mask.sum(dim=1).view(len(groups), samples)
     responded = torch.tensor([len(t.response_ids) > 0 for t in trajectories]).view(len(groups), samples)
     return PolicyBatch(input_ids=input_ids, attention_mask=attention, loss_mask=loss_mask,

@@ -113,6 +113,12 @@ def compute_policy_loss(name: str, *, logp: Tensor, ref_logp: Tensor, rewards: T
     return loss_function(**{key: value for key, value in available.items() if key in wanted})
 
 
+def k3_terms(log_ratio: Tensor) -> Tensor:
+    """exp(r) - r - 1 for log-ratios r = log q/p of tokens sampled from p: its mean estimates KL(p || q) (>= 0,
+    unbiased; expm1 keeps tiny gaps from rounding below 0)."""
+    return torch.expm1(log_ratio) - log_ratio
+
+
 @torch.no_grad()
 def token_kl(logp_tokens: Tensor, ref_logp_tokens: Tensor, mask: Tensor) -> float:
     """KL(pi_ref || pi_cur) per token, estimated on tokens sampled from pi_ref (the rollout policy).
@@ -125,4 +131,4 @@ def token_kl(logp_tokens: Tensor, ref_logp_tokens: Tensor, mask: Tensor) -> floa
     if not mask.any():
         return 0.0
     log_ratio = (logp_tokens - ref_logp_tokens)[mask]
-    return float((log_ratio.exp() - log_ratio - 1).mean())
+    return float(k3_terms(log_ratio).mean())

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from training.batch import PolicyBatch
+from training.losses import k3_terms
 
 NAMES = ("sampler_kl", "stale_sampler_kl")
 
@@ -25,18 +26,16 @@ def sampler_gap_sums(batch: PolicyBatch | None, trainer_tokens: Tensor | None) -
     """Summed k3 terms and token counts of both gaps, for adding over micro-batches and ranks.
 
     trainer_tokens: (N, T-1) token log-probs of the batch's rows under pi_i (None off the rank or pipeline
-    stage that has them, or without a batch: then all sums are 0).
+    stage that has them, or without a batch: then all sums are 0). The gap is taken in float64, where tiny
+    gaps keep their digits.
     """
     sums = {f"{name}_{part}": 0.0 for name in NAMES for part in ("sum", "tokens")}
     if batch is None or trainer_tokens is None or batch.sampler_logprobs is None or batch.token_lag is None:
         return sums
-    width = min(trainer_tokens.shape[1], batch.sampler_logprobs.shape[1])
-    trainer_tokens = trainer_tokens[:, :width].double().cpu()
-    sampler_tokens, token_lag = batch.sampler_logprobs[:, :width].double(), batch.token_lag[:, :width]
+    trainer_tokens, sampler_tokens = trainer_tokens.double().cpu(), batch.sampler_logprobs.double()
     known = torch.isfinite(sampler_tokens) & torch.isfinite(trainer_tokens)  # NaN: the engine gave none
-    log_ratio = torch.where(known, trainer_tokens - sampler_tokens, torch.zeros_like(trainer_tokens))
-    terms = torch.expm1(log_ratio) - log_ratio  # in float64: no rounding below 0 for tiny gaps
-    for name, tokens in zip(NAMES, (known & (token_lag == 0), known & (token_lag > 0))):
+    terms = k3_terms(torch.where(known, trainer_tokens - sampler_tokens, torch.zeros_like(trainer_tokens)))
+    for name, tokens in zip(NAMES, (known & (batch.token_lag == 0), known & (batch.token_lag > 0))):
         sums[f"{name}_sum"] = float(terms[tokens].sum())
         sums[f"{name}_tokens"] = float(tokens.sum())
     return sums

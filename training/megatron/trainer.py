@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from training.batch import PolicyBatch
-from training.losses import compute_policy_loss
+from training.losses import compute_policy_loss, k3_terms
 from training.megatron.batching import equal_micro_batches, union_over_model_parallel_ranks
 from training.megatron.logprobs import logprobs_from_sharded_logits
 from training.megatron.memory import TrainerMemory, clear_adam_state
@@ -196,7 +196,7 @@ class MegatronTrainer:
             if tokens is not None:
                 mask = batch.loss_mask.bool()
                 log_ratio = (tokens - ref_tokens)[mask]
-                totals = {"kl_sum": float((log_ratio.exp() - log_ratio - 1).sum()), "kl_tokens": float(mask.sum())}
+                totals = {"kl_sum": float(k3_terms(log_ratio).sum()), "kl_tokens": float(mask.sum())}
         totals = self._sum_over_replicas(totals)
         value = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
         return 0.0 if math.isnan(value) else value
