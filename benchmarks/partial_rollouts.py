@@ -7,7 +7,7 @@ buffer while fresh problems fill the batch. Overlap: partial rollouts, and the n
 while the trainer updates (overlap_rollouts, one step off-policy); whole-overlap: whole rollouts so.
 Printed side by side, in the steady state (after --settle iterations, once the replay buffer has filled):
 median iteration, training and rollout-wait seconds, trained responses per second, generated tokens per
-second and the share of trained tokens from older policies; and the wall time to --target trained
+second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time to --target trained
 responses from the start; with each mode's ratio to whole.
 
 Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
@@ -100,6 +100,7 @@ def throughput(reports, samples: int, target: int, settle: int) -> dict[str, flo
             "responses_trained_per_s": sum(report.extra["groups_trained"] * samples for report in steady) / seconds,
             "seconds_to_target": to_target,
             "tokens_generated_per_s": sum(report.tokens_generated for report in steady) / seconds,
+            "rollout_rounds": statistics.mean(report.extra["rollout_rounds"] for report in steady),
             "old_policy_token_share": statistics.mean(report.extra["old_policy_token_share"] for report in steady),
             "policy_version_span_max": max(report.extra["policy_version_span"] for report in reports)}
 

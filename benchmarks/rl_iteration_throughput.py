@@ -21,41 +21,16 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-QWEN2_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                 num_key_value_heads=2, max_position_embeddings=4096)
-
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--architecture", choices=("tiny", "qwen2-0.5b"), default="tiny")
+    parser.add_argument("--architecture", choices=("tiny", "qwen2-0.5b", "small-25m"), default="tiny")
     parser.add_argument("--trainers", default="torch,megatron")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--problems", type=int, default=32)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=512)
     return parser.parse_args()
-
-
-def build_model(architecture: str, models_dir: Path) -> Path:
-    from training.models.tiny import create_tiny_preset
-
-    tiny = create_tiny_preset(models_dir / "tiny")
-    if architecture == "tiny":
-        return tiny
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from training.models.loading import load_tokenizer
-
-    tokenizer = load_tokenizer(str(tiny))
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=False,
-                                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                                         eos_token_id=tokenizer.eos_token_id, **QWEN2_05B))
-    target = models_dir / architecture
-    model.save_pretrained(target, safe_serialization=True)
-    tokenizer.save_pretrained(target)
-    return target
 
 
 def measure(trainer: str, model: Path, models_dir: Path, args) -> dict[str, float]:
@@ -89,9 +64,11 @@ def main() -> None:
     args = parse_arguments()
     import torch
 
+    from benchmarks.workloads import architecture_model
+
     with tempfile.TemporaryDirectory() as scratch:
         models_dir = Path(scratch)
-        model = build_model(args.architecture, models_dir)
+        model = architecture_model(args.architecture, models_dir)
         device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
         print(f"{args.architecture} on {device}: {args.problems} problems x k={args.samples}, up to "
               f"{args.max_tokens} tokens, median of iterations 2..{args.iterations}")

@@ -1,7 +1,10 @@
 """Rollout tokens/s of the vLLM engine versus the torch engine, and vLLM's weight-update seconds, side by side.
 
-On the tiny preset (created in a temporary directory unless --model-dir is given), with one seeded random
-stream per sample as the RL loop asks for them (--unseeded: one call seed, as evaluations do). Set
+On the tiny preset (created in a temporary directory unless --model-dir is given), or a larger architecture with
+random weights (--architecture small-25m or qwen2-0.5b, benchmarks/workloads.py), with one seeded random stream
+per sample as the RL loop asks for them (--unseeded: one call seed, as evaluations do). The tiny model measures
+each engine's per-step overhead, which is most of its decoding step on a CPU; small-25m, where the model's
+arithmetic dominates, measures how each engine batches it (vLLM drops finished rows from its batch). Set
 OMP_NUM_THREADS=1 on small shared CPUs before running; the vLLM engine sets its own defaults
 (in-process engine core, 1 GiB CPU KV cache).
 """
@@ -27,7 +30,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3, help="timed generate calls per engine (median)")
     parser.add_argument("--update-repeats", type=int, default=5, help="timed weight updates (median)")
-    parser.add_argument("--model-dir", help="a saved Hugging Face model directory instead of the tiny preset")
+    parser.add_argument("--architecture", choices=("tiny", "small-25m", "qwen2-0.5b"), default="tiny")
+    parser.add_argument("--model-dir", help="a saved Hugging Face model directory instead of --architecture")
     parser.add_argument("--unseeded", action="store_true", help="no per-sample seeds")
     return parser.parse_args()
 
@@ -56,15 +60,15 @@ def update_seconds(engine, model, repeats: int) -> float:
 
 def main() -> None:
     arguments = parse_arguments()
+    from benchmarks.workloads import architecture_model
     from training.models.loading import load_model, load_tokenizer
-    from training.models.tiny import create_tiny_preset
     from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
     from training.rollout.torch_engine import TorchRolloutEngine
     from training.rollout.vllm_engine import build
     from training.tasks.arithmetic import generate
 
     with tempfile.TemporaryDirectory(prefix="rollout-bench-") as scratch:
-        model_dir = arguments.model_dir or str(create_tiny_preset(Path(scratch) / "tiny"))
+        model_dir = arguments.model_dir or str(architecture_model(arguments.architecture, Path(scratch)))
         model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
         problems = generate(arguments.prompts, seed=0)
         from training.rollout.seeds import stream_seed
@@ -88,8 +92,9 @@ def main() -> None:
             vllm_engine.close()
 
     parameters = sum(parameter.numel() for parameter in model.parameters())
-    print(f"\n{arguments.prompts} prompts x n={arguments.samples} x {arguments.new_tokens} new tokens, "
-          f"{parameters / 1e6:.1f}M parameters, median of {arguments.repeats} (updates: {arguments.update_repeats})")
+    print(f"\n{arguments.model_dir or arguments.architecture}: {arguments.prompts} prompts x n={arguments.samples} x "
+          f"{arguments.new_tokens} new tokens, {parameters / 1e6:.1f}M parameters, median of {arguments.repeats} "
+          f"(updates: {arguments.update_repeats})")
     print(f"{'engine':<8} {'tokens/call':>12} {'tokens/s':>10} {'update s':>10} {'start s':>9}")
     print(f"{'torch':<8} {torch_tokens:>12} {torch_rate:>10.0f} {'-':>10} {'-':>9}")
     print(f"{'vllm':<8} {vllm_tokens:>12} {vllm_rate:>10.0f} {update:>10.4f} {start_seconds:>9.1f}")

@@ -1,4 +1,9 @@
-"""Response-length workloads for rollout benchmarks: the tiny preset's architecture with hand-set weights.
+"""Models for the benchmarks: response-length workloads on the tiny preset's architecture with hand-set weights,
+and larger architectures with random weights.
+
+Architectures (architecture_model): the tiny preset (1.7M parameters), small-25m (hidden 512, 8 layers: 24.5M,
+where the model's arithmetic, not the engine's per-step bookkeeping, takes most of a decoding step on a CPU)
+and qwen2-0.5b (Qwen2-0.5B's shapes: 358M with the tiny tokenizer), all with the tiny tokenizer.
 
 Compute per token is the real tiny model's (every matrix is still multiplied); only the distribution of
 response lengths is chosen:
@@ -15,6 +20,32 @@ import math
 from pathlib import Path
 
 BLOCKED = -30.0  # a logit that is never sampled in practice
+ARCHITECTURES = {
+    "small-25m": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
+                      num_key_value_heads=2, max_position_embeddings=2048),
+    "qwen2-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                       num_key_value_heads=2, max_position_embeddings=4096),
+}
+
+
+def architecture_model(architecture: str, models_dir: Path) -> Path:
+    """The tiny preset ("tiny"), or an ARCHITECTURES entry with random weights and the tiny tokenizer, saved."""
+    from training.models.tiny import create_tiny_preset
+
+    tiny = create_tiny_preset(models_dir / "tiny")
+    if architecture == "tiny":
+        return tiny
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from training.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(str(tiny))
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=False,
+                                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                                         eos_token_id=tokenizer.eos_token_id, **ARCHITECTURES[architecture]))
+    return _save(model, tokenizer, models_dir / architecture)
 
 
 def geometric_model(models_dir: Path) -> Path:

@@ -4,7 +4,8 @@ Layout of `<output_dir>/checkpoints/iteration-000012/`: config.json, model.safet
 files (loadable by any Hugging Face tool and by vLLM), `mirrorlab_config.json` (the resolved run
 config) and `training_state.pt` (iteration, RNG states, sampler statistics, replay buffer).
 Under torchrun the replay buffer holds every rank's parked groups in rank order, with each
-rank's count in `replay_buffer_rank_sizes` (see `replay_buffer_state`, `replay_buffer_for_rank`).
+rank's count in `replay_buffer_rank_sizes` (see `replay_buffer_state`, `replay_buffer_for_rank`), and each
+rank's finish counts in `replay_buffer_finish_counts`.
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def restore_rng(state: dict[str, Any], numpy_rng: np.random.Generator) -> None:
     torch.set_rng_state(state["torch"])
 
 
-def replay_buffer_state(rank_buffers: list[list[dict]]) -> dict[str, Any]:
-    """The checkpoint entries of every rank's replay buffer (in rank order): one flat list plus the counts."""
+def replay_buffer_state(rank_buffers: list[list[dict]], rank_counts: list[dict[str, float]]) -> dict[str, Any]:
+    """The checkpoint entries of every rank's replay buffer (in rank order): one flat list plus the counts, and
+    each rank's finish counts (trajectories.FinishCounts as a dict)."""
     return {"replay_buffer": [group for buffer in rank_buffers for group in buffer],
-            "replay_buffer_rank_sizes": [len(buffer) for buffer in rank_buffers]}
+            "replay_buffer_rank_sizes": [len(buffer) for buffer in rank_buffers],
+            "replay_buffer_finish_counts": list(rank_counts)}
 
 
 def replay_buffer_for_rank(state: dict[str, Any], rank: int, world_size: int) -> list[dict]:
@@ -64,6 +67,15 @@ def replay_buffer_for_rank(state: dict[str, Any], rank: int, world_size: int) ->
         return groups[start:start + sizes[rank]]
     start, stop = share_bounds(len(groups), rank, world_size)
     return groups[start:stop]
+
+
+def finish_counts_for_rank(state: dict[str, Any], rank: int, world_size: int) -> dict[str, float]:
+    """A rank's finish counts on resume: its own when the world size is unchanged, else every rank's summed (the
+    shares they give are the whole run's); empty for checkpoints written before they were kept."""
+    counts = state.get("replay_buffer_finish_counts") or []
+    if len(counts) == world_size:
+        return counts[rank]
+    return {name: sum(rank_counts[name] for rank_counts in counts) for name in (counts[0] if counts else ())}
 
 
 def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: dict[str, Any],

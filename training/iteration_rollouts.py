@@ -1,14 +1,16 @@
 """An iteration's rollouts with partial rollouts (report §2.6.2): a full batch of finished groups every time.
 
 Round 0 continues the parked groups (one segment of at most the token budget each) and, in the same
-engine call, starts fresh problems for every batch slot no finished group fills (as many as the buffer has
-room to park). While fewer than the rank's share of `batch_size` groups are finished, later rounds draw
-fresh problems for the missing slots (scaled up by the share of this iteration's fresh groups that finished
-so far, so one more round usually suffices), so short responses keep flowing while long ones grow across
-iterations. The replay buffer is bounded (`max_parked_groups`): when parking would overflow it, the oldest
-parked groups are completed now, without the budget, and fresh problems that find no room are completed
-too. Groups finished beyond the share wait, finished, for the next iteration; the oldest finished groups
-are trained first. Without a token budget every group finishes in round 0, as in a plain synchronous loop.
+engine call, starts fresh problems for the batch slots that neither finished groups fill nor continued ones
+are expected to: enough that, at the share of fresh groups that finished in their first round in recent
+iterations (the buffer's FinishCounts), they cover the open slots with one standard deviation to spare, so
+one round usually fills the batch; no more than the buffer has room to park. While fewer than the rank's
+share of `batch_size` groups are finished, later rounds draw fresh problems for the missing slots, sized the
+same way, so short responses keep flowing while long ones grow across iterations. The replay buffer is
+bounded (`max_parked_groups`): when parking would overflow it, the oldest parked groups are completed now,
+without the budget, and fresh problems that find no room are completed too. Groups finished beyond the share
+wait, finished, for the next iteration; the oldest finished groups are trained first. Without a token budget
+every group finishes in round 0, as in a plain synchronous loop.
 
 Under torchrun every rank runs the same number of rounds (each round draws in lockstep from the shared
 sampler, see training.loop.draw_groups); a rank whose share is full draws nothing.
@@ -44,7 +46,7 @@ class IterationRollouts:
         self.tokens_saved_by_repeat_stop += collected.tokens_saved_by_repeat_stop
 
 
-MIN_FINISH_SHARE = 0.25  # a refill round draws at most 4x the groups it misses
+MIN_FINISH_SHARE = 0.25  # draws are sized as if at least a quarter of fresh groups finish at once
 
 # draw(count, first_position) -> fresh groups; every rank calls it once per round, in lockstep
 DrawGroups = Callable[[int, int], list[Group]]
@@ -72,10 +74,14 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
     complete, budgeted = pending[:over], pending[over:]
-    # Fresh problems for every missing slot, beside the continued groups: those that finish too are surplus
-    # and wait, finished, for the next iteration, so one round usually fills the batch. No more are drawn
-    # than can park, since a fresh group without room would have to run to its end now.
-    fresh = draw(max(0, min(share - len(result.finished), parked_limit - len(budgeted))), 0)
+    # Fresh problems for the slots that neither finished groups fill nor continued ones are expected to, enough
+    # to cover them at the measured finish share with one standard deviation to spare; those that finish beyond
+    # the batch are surplus and wait, finished, for the next iteration. No more are drawn than can park, since
+    # a fresh group without room would have to run to its end now.
+    counts, continued = buffer.finish_counts, list(budgeted)
+    missing = share - len(result.finished) - counts.continued_share() * len(continued)
+    room = max(0, parked_limit - len(budgeted))
+    fresh = draw(min(refill_count(missing, counts.fresh, counts.fresh_finished, room), room), 0)
     drawn = len(fresh)
     budgeted, complete = _place(fresh, budgeted, complete, parked_limit)
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget
@@ -95,9 +101,11 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
         forced = min(max(0, need - (parked_limit - len(waiting))), len(waiting))
         complete, waiting = waiting[:forced], waiting[forced:]
         room = parked_limit - len(waiting)
-        fresh = draw(refill_count(need - forced, fresh_rolled, fresh_finished, room), drawn)
+        fresh = draw(refill_count(need - forced, counts.fresh + fresh_rolled, counts.fresh_finished + fresh_finished,
+                                  room), drawn)
         drawn += len(fresh)
         budgeted, complete = _place(fresh, [], complete, room)
+    counts.record(fresh_rolled, fresh_finished, len(continued), sum(group.finished for group in continued))
     result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]
@@ -106,15 +114,18 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     return result
 
 
-def refill_count(missing: int, fresh_rolled: int, fresh_finished: int, room: int) -> int:
-    """Fresh problems for a later round: enough that `missing` are expected to finish at the share of this
-    iteration's fresh groups that finished so far (at least MIN_FINISH_SHARE), so one more round usually
-    fills the batch; never fewer than `missing`, and beyond it only as many as the buffer has room to park."""
+def refill_count(missing: float, fresh_rolled: float, fresh_finished: float, room: int) -> int:
+    """Fresh problems to draw for `missing` open slots: enough that their finishers, at the measured share s of
+    fresh groups that finished in their first round (1 before anything is measured, at least MIN_FINISH_SHARE),
+    are expected to cover the slots with one standard deviation to spare: n s - sqrt(n s (1 - s)) >= missing,
+    to first order n = (missing + sqrt(missing (1 - s))) / s. So a further round is seldom needed, and the
+    surplus that waits, finished, for the next iteration stays small. Never fewer than `missing`; beyond it only
+    as many as the buffer has room to park."""
     if missing <= 0:
         return 0
-    share = fresh_finished / fresh_rolled if fresh_rolled else 1.0
-    wanted = math.ceil(missing / max(share, MIN_FINISH_SHARE))
-    return max(missing, min(wanted, room))
+    share = max(fresh_finished / fresh_rolled if fresh_rolled else 1.0, MIN_FINISH_SHARE)
+    wanted = math.ceil((missing + math.sqrt(missing * (1 - share))) / share - 1e-9)
+    return max(math.ceil(missing - 1e-9), min(wanted, room))
 
 
 def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -12,7 +12,8 @@ import torch
 from common.knobs import config_to_dict
 from training import distributed
 from training.checkpoint import (
-    latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state, save_checkpoint,
+    finish_counts_for_rank, latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state,
+    save_checkpoint,
 )
 from training.config import RLConfig
 from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
@@ -61,11 +62,11 @@ class RunSession:
         """Every rank calls it; the main rank writes (with all ranks' replay buffers and the rollouts made ahead)
         and returns the report."""
         self.ahead.wait()  # the rollouts made ahead change the buffer, the sampler and its generator
-        rank_buffers = distributed.all_gather_objects(self.buffer.state_dict())
+        rank_buffers = distributed.all_gather_objects((self.buffer.state_dict(), asdict(self.buffer.finish_counts)))
         report = None
         if self.context.is_main:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
-                     **replay_buffer_state(rank_buffers), "rollouts_ahead": self.ahead.state_dict()}
+                     **replay_buffer_state(*zip(*rank_buffers)), "rollouts_ahead": self.ahead.state_dict()}
             report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
                                      config_to_dict(self.config, deployment=False), state)
         distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
@@ -115,7 +116,8 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         hooks.log(f"resuming from {resume.path.name} (iteration {resume.iteration})")
         restore_rng(resume.state["rng"], numpy_rng)
         sampler.load_state_dict(resume.state["sampler"])
-        buffer.load_state_dict(replay_buffer_for_rank(resume.state, context.rank, context.world_size))
+        buffer.load_state_dict(replay_buffer_for_rank(resume.state, context.rank, context.world_size),
+                               finish_counts_for_rank(resume.state, context.rank, context.world_size))
     session = RunSession(
         config=config, records=records, prompts=prompts,
         tokenizer=tokenizer, trainer=trainer, engine=None, sampler=sampler, buffer=buffer, numpy_rng=numpy_rng,

@@ -58,11 +58,37 @@ class Group:
         return self.started_iteration, self.draw_position
 
 
+FINISH_COUNT_DECAY = 0.5  # weight of an iteration's counts one iteration later
+
+
+@dataclass
+class FinishCounts:
+    """Groups rolled out in iterations' rounds and those of them that finished there, fresh ones (drawn in that
+    iteration) and continued ones (parked before), over past iterations: each iteration's counts weigh
+    FINISH_COUNT_DECAY times less a step later, as response lengths drift."""
+
+    fresh: float = 0.0
+    fresh_finished: float = 0.0
+    continued: float = 0.0
+    continued_finished: float = 0.0
+
+    def record(self, fresh: int, fresh_finished: int, continued: int, continued_finished: int) -> None:
+        for name, count in (("fresh", fresh), ("fresh_finished", fresh_finished), ("continued", continued),
+                            ("continued_finished", continued_finished)):
+            setattr(self, name, getattr(self, name) * FINISH_COUNT_DECAY + count)
+
+    def continued_share(self) -> float:
+        """The measured share of continued groups that finished in their round (0 before any was measured)."""
+        return self.continued_finished / self.continued if self.continued else 0.0
+
+
 class ReplayBuffer:
-    """Groups whose responses are still being generated, carried to the next iteration."""
+    """Groups whose responses are still being generated, carried to the next iteration, and how often groups
+    finished in their round (FinishCounts: how many fresh problems to draw for the open batch slots)."""
 
     def __init__(self) -> None:
         self.groups: list[Group] = []
+        self.finish_counts = FinishCounts()
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -77,8 +103,9 @@ class ReplayBuffer:
     def state_dict(self) -> list[dict]:
         return groups_state(self.groups)
 
-    def load_state_dict(self, state: list[dict]) -> None:
+    def load_state_dict(self, state: list[dict], finish_counts: dict[str, float] | None = None) -> None:
         self.groups = groups_from_state(state)
+        self.finish_counts = FinishCounts(**finish_counts) if finish_counts else FinishCounts()
 
 
 def groups_state(groups: list[Group]) -> list[dict]:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from common.knobs import parse_config
-from training.checkpoint import replay_buffer_for_rank, replay_buffer_state
+from training.checkpoint import finish_counts_for_rank, replay_buffer_for_rank, replay_buffer_state
 from training.config import RLConfig
 from training.distributed import (
     SINGLE_PROCESS, all_gather_objects, all_reduce_mean, broadcast_from_main, init_from_environment, share_bounds,
@@ -242,20 +242,27 @@ def test_shares_split_a_total_into_contiguous_near_equal_parts():
     assert [share_bounds(6, rank, 3) for rank in range(3)] == [(0, 2), (2, 4), (4, 6)]
 
 
+RANK_COUNTS = [{"fresh": 6.0, "fresh_finished": 3.0}, {"fresh": 4.0, "fresh_finished": 1.0}]
+
+
 def test_a_resume_with_the_same_world_size_gives_each_rank_its_own_parked_groups():
-    state = replay_buffer_state([[{"g": "a"}], [{"g": "b"}, {"g": "c"}]])
-    assert state == {"replay_buffer": [{"g": "a"}, {"g": "b"}, {"g": "c"}], "replay_buffer_rank_sizes": [1, 2]}
+    state = replay_buffer_state([[{"g": "a"}], [{"g": "b"}, {"g": "c"}]], RANK_COUNTS)
+    assert state == {"replay_buffer": [{"g": "a"}, {"g": "b"}, {"g": "c"}], "replay_buffer_rank_sizes": [1, 2],
+                     "replay_buffer_finish_counts": RANK_COUNTS}
     assert replay_buffer_for_rank(state, 0, 2) == [{"g": "a"}]
     assert replay_buffer_for_rank(state, 1, 2) == [{"g": "b"}, {"g": "c"}]
+    assert [finish_counts_for_rank(state, rank, 2) for rank in range(2)] == RANK_COUNTS
 
 
 def test_a_resume_with_another_world_size_splits_the_parked_groups_evenly():
-    state = replay_buffer_state([[{"g": "a"}], [{"g": "b"}, {"g": "c"}]])
+    state = replay_buffer_state([[{"g": "a"}], [{"g": "b"}, {"g": "c"}]], RANK_COUNTS)
     assert replay_buffer_for_rank(state, 0, 1) == state["replay_buffer"]
     assert [replay_buffer_for_rank(state, rank, 3) for rank in range(3)] == [[{"g": "a"}], [{"g": "b"}], [{"g": "c"}]]
+    assert finish_counts_for_rank(state, 0, 3) == {"fresh": 10.0, "fresh_finished": 4.0}  # the ranks' counts summed
     single_process = {"replay_buffer": [{"g": "a"}, {"g": "b"}, {"g": "c"}]}  # a checkpoint from before torchrun
     assert [replay_buffer_for_rank(single_process, rank, 2) for rank in range(2)] == [[{"g": "a"}, {"g": "b"}],
                                                                                      [{"g": "c"}]]
+    assert finish_counts_for_rank(single_process, 1, 2) == {}  # not kept then
 
 
 def test_in_one_process_the_collectives_are_no_ops(monkeypatch):

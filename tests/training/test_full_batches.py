@@ -6,7 +6,9 @@ token, drawn from its own seed, so lengths are heavy-tailed (most short, some lo
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import statistics
 
 import torch
 
@@ -16,7 +18,7 @@ from training.iteration_rollouts import refill_count, roll_out_iteration
 from training.rollout.base import SharedDeviceEngine
 from training.losses import log_z_baseline, mirror_descent_loss
 from training.rollout.base import FINISH_LENGTH, FINISH_STOP, Completion, SamplingSettings, request_limit
-from training.trajectories import Group, ReplayBuffer, Trajectory
+from training.trajectories import FinishCounts, Group, ReplayBuffer, Trajectory
 
 EOS, FILLER, PROMPT_LENGTH = 0, 5, 3
 SHORT, LONG = 4, 40
@@ -67,10 +69,14 @@ def draw_from(counter: list[int], requests: list[tuple[int, int, int]] | None = 
 
 
 def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None,
-                   requests: list[tuple[int, int, int]] | None = None):
+                   requests: list[tuple[int, int, int]] | None = None, priors: list[FinishCounts] | None = None):
+    """Each iteration's (rollouts, groups parked after it, unfinished ones among them); `priors` gets the buffer's
+    finish counts as each iteration starts."""
     engine, buffer, counter, results = ScriptedEngine(), ReplayBuffer(), [0, 1], []
     for iteration in range(1, iterations + 1):
         counter[1] = iteration
+        if priors is not None:
+            priors.append(dataclasses.replace(buffer.finish_counts))
         result = roll_out_iteration(engine, buffer, draw_from(counter, requests), share=batch,
                                     parked_limit=parked_limit,
                                     settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, budget, 2),
@@ -90,30 +96,64 @@ def test_every_iteration_trains_on_a_full_batch_while_long_responses_wait():
     assert sum(result.rounds for result, _, _ in results) > len(results), "fresh problems refill the batch"
 
 
-def test_round_zero_draws_for_every_open_slot_beside_the_continued_groups():
-    """Parked groups continue in round 0 next to fresh problems for every slot no finished group fills, so one
-    round usually fills the batch; the surplus that finishes waits, finished, and is trained first next time."""
+def test_round_zero_draws_for_the_open_slots_sized_by_the_measured_finish_shares():
+    """Parked groups continue in round 0 next to fresh problems for the slots that neither finished groups fill
+    nor continued ones are expected to, sized by the share of fresh groups that finished at once before; the
+    surplus that finishes waits, finished, and is trained first next time."""
     requests: list[tuple[int, int, int]] = []
-    results = run_iterations(iterations=12, batch=8, parked_limit=64, budget=8, requests=requests)
+    priors: list[FinishCounts] = []
+    results = run_iterations(iterations=12, batch=8, parked_limit=64, budget=8, requests=requests, priors=priors)
     first_draws = {iteration: count for iteration, count, first in requests if first == 0}
     waiting_finished, waiting_unfinished = 0, 0  # groups the previous iteration parked
     for iteration, (result, parked, unfinished) in enumerate(results, start=1):
-        assert first_draws.get(iteration, 0) == max(0, 8 - waiting_finished)
+        prior, room = priors[iteration - 1], 64 - waiting_unfinished
+        missing = 8 - waiting_finished - prior.continued_share() * waiting_unfinished
+        assert first_draws.get(iteration, 0) == min(refill_count(missing, prior.fresh, prior.fresh_finished, room),
+                                                    room)
         assert len(result.finished) == 8
         surplus = parked - len(unfinished)
         refills = sum(count for drawn_in, count, first in requests if drawn_in == iteration and first > 0)
-        # round 0 only fills open slots: the surplus is continued groups that finished, or refill draws
-        assert surplus <= waiting_unfinished + max(0, waiting_finished - 8) + refills
+        # the surplus is continued groups that finished, the draw beyond the open slots, or refill draws
+        extra = max(0, first_draws.get(iteration, 0) - max(0, 8 - waiting_finished))
+        assert surplus <= waiting_unfinished + max(0, waiting_finished - 8) + extra + refills
         waiting_finished, waiting_unfinished = surplus, len(unfinished)
+    assert first_draws[1] == 8, "nothing measured yet: the open slots"
+    assert any(first_draws[i] > 8 for i in first_draws if i > 1), "later draws are scaled up"
     assert any(first_draws[i] < 8 for i in first_draws if i > 1), "some iteration starts with surplus groups"
 
 
-def test_a_refill_round_scales_its_draw_by_the_share_of_fresh_groups_that_finished():
-    assert refill_count(3, fresh_rolled=8, fresh_finished=4, room=20) == 6  # half finished: draw twice the gap
+def test_sizing_round_zero_by_the_finish_shares_saves_refill_rounds(monkeypatch):
+    """Here about half the fresh groups finish at once (each response is short with probability 0.7): drawing
+    only the open slots needs a refill round far more often than the sized draw does."""
+    sized = [result.rounds for result, _, _ in run_iterations(iterations=30, batch=8, parked_limit=64, budget=8)]
+    monkeypatch.setattr(FinishCounts, "record", lambda self, *counts: None)  # nothing is ever measured
+    unsized = [result.rounds for result, _, _ in run_iterations(iterations=30, batch=8, parked_limit=64, budget=8)]
+    # after the first iterations (parked groups then finish and fill slots too): 1.15 against 1.33 rounds
+    assert statistics.mean(sized[3:]) <= 1.2 < 1.3 <= statistics.mean(unsized[3:])
+
+
+def test_in_the_steady_state_long_responses_are_trained_as_often_as_they_are_drawn():
+    """Partial rollouts delay long responses but drop none: after the buffer fills, the share of trained groups
+    with a long response is the share drawn, 1 - (69/99)^2 = 0.514 here, as without a budget."""
+    def long_share(budget: int | None) -> float:
+        trained = [group for result, _, _ in run_iterations(iterations=60, batch=8, parked_limit=64, budget=budget)[20:]
+                   for group in result.finished]
+        return statistics.mean(any(len(t.response_ids) > SHORT for t in group.trajectories) for group in trained)
+
+    expected = 1 - (69 / 99) ** 2
+    partial, whole = long_share(budget=8), long_share(budget=None)  # 0.525 and 0.547 over 320 groups each
+    assert abs(partial - expected) < 0.08 and abs(whole - expected) < 0.08
+
+
+def test_a_draw_covers_the_missing_slots_at_the_finish_share_with_one_standard_deviation_to_spare():
+    # half finish: n = (3 + sqrt(3 * 0.5)) / 0.5 = 8.45, so 9; then 9 * 0.5 - sqrt(9 * 0.25) = 3 >= 3
+    assert refill_count(3, fresh_rolled=8, fresh_finished=4, room=20) == 9
     assert refill_count(3, fresh_rolled=0, fresh_finished=0, room=20) == 3  # nothing measured yet
-    assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=20) == 12  # at most 4x (MIN_FINISH_SHARE)
+    assert refill_count(3, fresh_rolled=8, fresh_finished=8, room=20) == 3  # every fresh group finishes
+    assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=20) == 18  # sized at MIN_FINISH_SHARE: 4.5 / 0.25
     assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=5) == 5  # no more than can park
     assert refill_count(3, fresh_rolled=8, fresh_finished=0, room=1) == 3  # but never fewer than the gap
+    assert refill_count(2.4, fresh_rolled=8, fresh_finished=8, room=20) == 3  # a fractional gap rounds up
     assert refill_count(0, fresh_rolled=8, fresh_finished=2, room=20) == 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from training.collect import RolloutLimits, collect_rollouts, new_groups
@@ -10,7 +12,7 @@ from training.prompting import prompt_ids
 from training.rollout.base import FINISH_LENGTH, FINISH_STOP, SamplingSettings
 from training.rollout.torch_engine import TorchRolloutEngine
 from training.tasks.arithmetic import generate
-from training.trajectories import ReplayBuffer
+from training.trajectories import FinishCounts, ReplayBuffer
 
 pytestmark = pytest.mark.slow
 
@@ -72,3 +74,16 @@ def test_the_replay_buffer_round_trips_through_its_state(engine_and_prompts):
     restored = ReplayBuffer()
     restored.load_state_dict(buffer.state_dict())
     assert restored.state_dict() == buffer.state_dict() and len(restored) == len(buffer) > 0
+
+
+def test_the_buffer_s_finish_counts_halve_every_iteration_and_round_trip():
+    buffer = ReplayBuffer()
+    buffer.finish_counts.record(fresh=8, fresh_finished=4, continued=6, continued_finished=3)
+    buffer.finish_counts.record(fresh=10, fresh_finished=2, continued=0, continued_finished=0)
+    assert buffer.finish_counts == FinishCounts(14.0, 4.0, 3.0, 1.5)  # 8 / 2 + 10, 4 / 2 + 2, 6 / 2, 3 / 2
+    assert buffer.finish_counts.continued_share() == 0.5
+    restored = ReplayBuffer()
+    restored.load_state_dict(buffer.state_dict(), dataclasses.asdict(buffer.finish_counts))
+    assert restored.finish_counts == buffer.finish_counts
+    restored.load_state_dict([], {})  # a checkpoint from before the counts were kept
+    assert restored.finish_counts == FinishCounts() and restored.finish_counts.continued_share() == 0.0
