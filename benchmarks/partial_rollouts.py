@@ -7,8 +7,8 @@ buffer while fresh problems fill the batch. Overlap: partial rollouts, and the n
 while the trainer updates (overlap_rollouts, one step off-policy); whole-overlap: whole rollouts so.
 Printed side by side, in the steady state (after --settle iterations, once the replay buffer has filled):
 median iteration, training and rollout-wait seconds, trained responses per second, generated tokens per
-second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time to --target trained
-responses from the start; with each mode's ratio to whole.
+second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time
+to --target trained responses from the start; with each mode's ratio to whole.
 
 Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
 baseline is not held to one core while an overlapped run uses two); overlapped modes run one thread on each

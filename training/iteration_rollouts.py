@@ -74,12 +74,12 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
     complete, budgeted = pending[:over], pending[over:]
-    # Fresh problems for the slots that neither finished groups fill nor continued ones are expected to, enough
-    # to cover them at the measured finish share with one standard deviation to spare; those that finish beyond
-    # the batch are surplus and wait, finished, for the next iteration. No more are drawn than can park, since
-    # a fresh group without room would have to run to its end now.
+    # Fresh problems for the slots that neither finished groups nor those completed now fill, nor continued ones
+    # are expected to, enough to cover them at the measured finish share with one standard deviation to spare;
+    # those that finish beyond the batch are surplus and wait, finished, for the next iteration. No more are
+    # drawn than can park, since a fresh group without room would have to run to its end now.
     counts, continued = buffer.finish_counts, list(budgeted)
-    missing = share - len(result.finished) - counts.continued_share() * len(continued)
+    missing = share - len(result.finished) - len(complete) - counts.continued_share() * len(continued)
     room = max(0, parked_limit - len(budgeted))
     fresh = draw(min(refill_count(missing, counts.fresh, counts.fresh_finished, room), room), 0)
     drawn = len(fresh)
