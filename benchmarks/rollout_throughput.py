@@ -4,7 +4,9 @@ On the tiny preset (created in a temporary directory unless --model-dir is given
 random weights (--architecture small-25m or qwen2-0.5b, benchmarks/workloads.py), with one seeded random stream
 per sample as the RL loop asks for them (--unseeded: one call seed, as evaluations do). The tiny model measures
 each engine's per-step overhead, which is most of its decoding step on a CPU; small-25m, where the model's
-arithmetic dominates, measures how each engine batches it (vLLM drops finished rows from its batch). Set
+arithmetic dominates, measures how each engine batches it (both drop finished rows from their batch: vLLM at
+every step, the torch engine every SEGMENT_STEPS steps; also printed: the torch engine decoding each call in one
+generate call, every row computed until the longest ends). Set
 OMP_NUM_THREADS=1 on small shared CPUs before running; the vLLM engine sets its own defaults
 (in-process engine core, 1 GiB CPU KV cache).
 """
@@ -82,6 +84,9 @@ def main() -> None:
 
         torch_rate, torch_tokens = rollout_tokens_per_second(
             TorchRolloutEngine(model, tokenizer), requests, settings, arguments.repeats)
+        one_call = TorchRolloutEngine(model, tokenizer)
+        one_call.segment_steps = None  # every row computed until the longest ends, as before segmented decoding
+        one_call_rate, _ = rollout_tokens_per_second(one_call, requests, settings, arguments.repeats)
         started = time.perf_counter()
         vllm_engine = build(model, tokenizer, model_dir, EngineSettings())
         start_seconds = time.perf_counter() - started
@@ -97,6 +102,8 @@ def main() -> None:
           f"(updates: {arguments.update_repeats})")
     print(f"{'engine':<8} {'tokens/call':>12} {'tokens/s':>10} {'update s':>10} {'start s':>9}")
     print(f"{'torch':<8} {torch_tokens:>12} {torch_rate:>10.0f} {'-':>10} {'-':>9}")
+    print(f"{'torch, one call (rows stay until the longest ends)':<8} {one_call_rate:>10.0f} tokens/s: segments "
+          f"{torch_rate / one_call_rate:.2f}x")
     print(f"{'vllm':<8} {vllm_tokens:>12} {vllm_rate:>10.0f} {update:>10.4f} {start_seconds:>9.1f}")
     print(f"vllm/torch tokens/s ratio: {vllm_rate / torch_rate:.2f}")
 

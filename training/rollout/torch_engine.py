@@ -1,7 +1,8 @@
 """Rollouts with Hugging Face `generate` (KV cache), on the trainer's model or on a copy in the sampling dtype.
 
 Requests are sorted by their token limit and cut into chunks of at most `max_batch_sequences` rows; each
-chunk is one generate call running to its longest limit, every row stopping at its own. Tokens come from
+chunk decodes to its longest limit, every row stopping at its own, in segments between which the rows that
+ended leave the batch (training.rollout.segmented_decoding). Tokens come from
 training.rollout.token_sampler: one seeded random stream per row, the sampler's own log-probs, and an
 optional stop at the first degenerate repeat.
 """
@@ -12,7 +13,6 @@ import copy
 from typing import Sequence
 
 import torch
-from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from training.rollout.base import (
     FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
@@ -20,7 +20,8 @@ from training.rollout.base import (
 )
 from training.rollout.bucketed_prefill import bucketed_prefill
 from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
-from training.rollout.token_sampler import RepeatStop, RowLimits, SeededTokenSampler, row_uniforms
+from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, decode
+from training.rollout.token_sampler import row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
 
 CPU_BATCH_SEQUENCES = 64
@@ -49,6 +50,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.vision = vision
         self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
+        self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
 
     @torch.no_grad()
     def update_weights(self, model) -> None:
@@ -121,34 +123,21 @@ class TorchRolloutEngine(SharedDeviceEngine):
             input_ids[row_index, width - len(row):] = torch.tensor(row, dtype=torch.long)
             attention[row_index, width - len(row):] = 1
         vision = self.vision.generate_inputs(row_prompts, input_ids, self.model.dtype) if self.vision else {}
-        greedy = settings.temperature == 0
-        uniforms = None if greedy else row_uniforms([seed for per_request in seeds for seed in per_request],
-                                                     longest, self.device)
-        sampler = SeededTokenSampler(uniforms, width, settings.temperature, settings.top_p)
-        repeat_stop = None if settings.stop_repeats is None else \
-            RepeatStop(settings.stop_repeats, width, len(rows), self.device)
-        stops = [criterion for criterion in (repeat_stop, RowLimits(row_limits, width, self.device)
-                                             if min(row_limits) < longest else None) if criterion is not None]
+        uniforms = None if settings.temperature == 0 else \
+            row_uniforms([seed for per_request in seeds for seed in per_request], longest, self.device)
+        call = DecodeCall(input_ids, attention, row_limits, uniforms, settings, self.pad_id, self.eos_id)
         was_training = self.model.training
         self.model.eval()
         try:
             prefilled = None if self.vision is not None or not self.bucket_prefill else \
                 bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows],
                                  static_room=longest if self._decodes_in_place(width, longest) else None)
-            cache = {} if prefilled is None else {"past_key_values": prefilled}
-            output = self.model.generate(
-                input_ids=input_ids, attention_mask=attention, max_new_tokens=longest, do_sample=False,
-                temperature=None, top_p=None, top_k=None, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
-                use_cache=True, logits_processor=LogitsProcessorList([sampler]),
-                stopping_criteria=StoppingCriteriaList(stops), return_dict_in_generate=True, **vision, **cache,
-            )
+            # images go in with the prompts: such a call decodes in one segment
+            decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps, vision)
         finally:
             self.model.train(was_training)
-        new_tokens = output.sequences[:, width:].tolist()
-        logprobs = sampler.logprobs().tolist()
-        stopped = repeat_stop.stop_steps() if repeat_stop else [-1] * len(rows)
-        completions = [self._completion(tokens[:limit], scores[:limit], limit, stop)
-                       for tokens, scores, limit, stop in zip(new_tokens, logprobs, row_limits, stopped)]
+        completions = [self._completion(tokens[:limit], scores[:limit], limit, stop) for tokens, scores, limit, stop
+                       in zip(decoded.tokens, decoded.logprobs, row_limits, decoded.repeat_stops)]
         grouped, start = [], 0
         for request in requests:
             grouped.append(completions[start:start + request.n])
