@@ -90,10 +90,6 @@ class RepeatStop(StoppingCriteria):
         self.stopped_at[found] = generated.shape[1]
         return found
 
-    def stop_steps(self) -> list[int]:
-        """Per row: tokens generated when it was stopped, or -1."""
-        return self.stopped_at.tolist()
-
 
 class RowLimits(StoppingCriteria):
     """Ends each row at its own new-token limit (one generate call serves requests of several limits)."""
