@@ -69,9 +69,16 @@ for release in restart sleep; do
   "$python" benchmarks/hybrid_switch.py --release "$release" 2>&1 | tee "$out/hybrid_switch_$release.txt" || status=1
 done
 
-# Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes.
+# The torch rollout engine alone as a run builds it (bf16, rows sized from free memory), Qwen2-0.5B's shapes.
+echo "== torch rollout engine tokens/s"
+"$python" benchmarks/torch_engine_throughput.py --variants compiled,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
+
+# Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes
+# (SMOKE_RL_ARGS adds arguments, e.g. "--iterations 2" on a short lease).
 echo "== RL iteration throughput (torch and megatron trainers)"
-"$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b 2>&1 | tee "$out/rl_iteration.txt" || status=1
+# shellcheck disable=SC2086
+"$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b ${SMOKE_RL_ARGS:-} 2>&1 \
+  | tee "$out/rl_iteration.txt" || status=1
 
 echo "== summary"
 # A smoke run in which nothing ran (every test skipped: vllm or megatron-core missing) is a failure.
@@ -85,6 +92,7 @@ print(f"tests: {passed} passed, {counts['failures'] + counts['errors']} failed, 
 sys.exit(0 if passed > 0 else 1)
 PY
 for release in restart sleep; do echo "-- $release"; cat "$out/hybrid_switch_$release.txt"; done
+echo "-- torch engine"; cat "$out/torch_engine.txt"
 echo "-- RL iterations"; cat "$out/rl_iteration.txt"
 if [ "$status" = 0 ]; then echo "gpu_smoke: OK"; else echo "gpu_smoke: FAILED (logs in $out)" >&2; fi
 exit "$status"

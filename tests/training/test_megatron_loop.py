@@ -59,6 +59,8 @@ def test_the_rl_loop_trains_on_megatron_with_the_warmed_up_weights(tiny_model_di
     untouched = load_model(str(tiny_model_dir)).state_dict()
     assert set(warm_megatron) == set(warm_hf)
     for name, value in warm_megatron.items():
-        # equal in fp32 (the CPU run); rounded only to bf16 on a GPU (main weights: test_megatron_backend)
-        assert torch.equal(value, warm_hf[name].to(result["megatron_dtype"]).to(value.dtype)), name
+        # equal in fp32 (the CPU run); on a GPU the bf16 parameters are the warm weights rounded to bf16, while
+        # those Megatron keeps in fp32 (the final norm's weight) are the warm weights themselves
+        warm = warm_hf[name]
+        assert torch.equal(value, warm) or torch.equal(value, warm.to(result["megatron_dtype"]).to(value.dtype)), name
     assert any(not torch.equal(warm_hf[name], untouched[name]) for name in warm_hf)  # the warm-up changed them

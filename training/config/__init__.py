@@ -20,7 +20,9 @@ from training.config.long2short import (
 )
 from training.config.model import ModelSection
 from training.config.optimization import LOG_Z_ESTIMATES, POLICY_LOSSES, OptimizationSection
-from training.config.rollouts import HYBRID_RELEASE_MODES, ROLLOUT_DTYPES, ROLLOUT_ENGINES, RolloutSection
+from training.config.rollouts import (
+    HYBRID_RELEASE_MODES, ROLLOUT_COMPILE_MODES, ROLLOUT_DTYPES, ROLLOUT_ENGINES, RolloutSection,
+)
 from training.config.run import SECTIONS, RLConfig
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "OptimizationSection",
     "POLICY_LOSSES",
     "RLConfig",
+    "ROLLOUT_COMPILE_MODES",
     "ROLLOUT_DTYPES",
     "ROLLOUT_ENGINES",
     "RolloutSection",

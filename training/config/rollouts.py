@@ -13,6 +13,7 @@ ROLLOUT_ENGINES = tuple(rollout_engines.entries)
 # vllm-hybrid between rollouts: put vLLM to sleep (GPU) or stop its process and start it again.
 HYBRID_RELEASE_MODES = ("restart", "sleep")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
+ROLLOUT_COMPILE_MODES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,15 @@ class RolloutSection:
         "speed cost).",
         group="rollouts",
         choices=ROLLOUT_DTYPES,
+    )
+    rollout_compile: str = knob(
+        "auto",
+        "torch engine: decode into a static KV cache whose decoding step transformers compiles "
+        "(torch.compile with CUDA graphs; the first call of each shape pays the compilation, rows stay "
+        "until the call's longest ends); auto = on a GPU only, on = on a CPU too, off = a dynamic cache "
+        "from which finished rows leave every 16 steps.",
+        group="rollouts",
+        choices=ROLLOUT_COMPILE_MODES,
     )
     hybrid_release: str = knob(
         "restart",

@@ -27,6 +27,12 @@ def sampling_dtype(rollout_dtype: str, device: torch.device, model_dtype: torch.
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
+def compiles_decoding(rollout_compile: str, device: torch.device) -> bool:
+    """rollout_compile by name: "auto" compiles on a GPU only (where CUDA graphs remove the launch cost of every
+    decoding step), "on" everywhere, "off" never."""
+    return rollout_compile == "on" or (rollout_compile == "auto" and device.type == "cuda")
+
+
 def kv_cache_bytes_per_token(model_config, dtype: torch.dtype) -> int:
     """Bytes of keys and values one token keeps in the cache, over all layers."""
     config = getattr(model_config, "text_config", None) or model_config

@@ -13,18 +13,22 @@ import copy
 from typing import Sequence
 
 import torch
+from transformers import CompileConfig
 
 from training.rollout.base import (
     FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.bucketed_prefill import bucketed_prefill
-from training.rollout.placement import batch_sequences_for_memory, sampling_device, sampling_dtype
+from training.rollout.placement import (
+    batch_sequences_for_memory, compiles_decoding, sampling_device, sampling_dtype,
+)
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, decode
 from training.rollout.token_sampler import row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
 
 CPU_BATCH_SEQUENCES = 64
+STATIC_CACHE_STEP = 256  # compiled decoding: static cache lengths are multiples of this
 
 
 class TorchRolloutEngine(SharedDeviceEngine):
@@ -51,6 +55,11 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
         self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
+        self.compile_decoding = False  # decode into a static cache whose step transformers compiles (set_compiled)
+
+    def set_compiled(self, compiled: bool) -> None:
+        """Decode into a static cache whose step transformers compiles (asked for explicitly on a CPU)."""
+        self.compile_decoding = compiled
 
     @torch.no_grad()
     def update_weights(self, model) -> None:
@@ -131,9 +140,10 @@ class TorchRolloutEngine(SharedDeviceEngine):
         try:
             prefilled = None if self.vision is not None or not self.bucket_prefill else \
                 bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows],
-                                 static_room=longest if self._decodes_in_place(width, longest) else None)
+                                 static_room=self._static_room(width, longest))
             # images go in with the prompts: such a call decodes in one segment
-            decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps, vision)
+            decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps,
+                             {**vision, **self._compile_options()})
         finally:
             self.model.train(was_training)
         completions = [self._completion(tokens[:limit], scores[:limit], limit, stop) for tokens, scores, limit, stop
@@ -143,6 +153,21 @@ class TorchRolloutEngine(SharedDeviceEngine):
             grouped.append(completions[start:start + request.n])
             start += request.n
         return grouped
+
+    def _static_room(self, width: int, new_tokens: int) -> int | None:
+        """Positions a static cache keeps past the prompts (None: a dynamic cache). A compiled call rounds the
+        cache up to a multiple of STATIC_CACHE_STEP, so that calls of nearby widths reuse one compiled step."""
+        if self.compile_decoding:
+            return -(-(width + new_tokens) // STATIC_CACHE_STEP) * STATIC_CACHE_STEP - width
+        return new_tokens if self._decodes_in_place(width, new_tokens) else None
+
+    def _compile_options(self) -> dict:
+        """generate's options for a compiled call off the GPU, where transformers compiles only when told to."""
+        if not self.compile_decoding or self.device.type == "cuda":
+            return {}
+        config = CompileConfig()
+        config._compile_all_devices = True  # transformers' own switch (a private field of CompileConfig)
+        return {"compile_config": config}
 
     def _decodes_in_place(self, width: int, new_tokens: int) -> bool:
         """A static cache for a CPU call of no more new tokens than its prompt width: growing the cache copies
@@ -171,9 +196,12 @@ class TorchRolloutEngine(SharedDeviceEngine):
 
 def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=None) -> TorchRolloutEngine:
     """An engine sampling on the GPU when there is one (a CPU-held trainer copy is copied there), in the
-    settings' rollout_dtype; a vision-language model also gets its image processor from model_path."""
+    settings' rollout_dtype, compiled as rollout_compile says (text models only: images go in with the prompt's
+    prefill); a vision-language model also gets its image processor from model_path."""
     parameter = next(model.parameters())
     device = sampling_device(parameter.device)
     dtype = sampling_dtype(settings.rollout_dtype, device, parameter.dtype)
-    return TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
-                              dtype=dtype, own_copy=settings.own_weights)
+    engine = TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
+                                dtype=dtype, own_copy=settings.own_weights)
+    engine.set_compiled(compiles_decoding(settings.rollout_compile, device) and engine.vision is None)
+    return engine

@@ -1,0 +1,71 @@
+"""Tokens/s of the torch rollout engine as an RL run builds it (on a GPU: bf16, rows per call from free memory).
+
+Qwen2-0.5B's shapes by default (random weights, the tiny tokenizer), --prompts x n=--samples rows of up to
+--new-tokens tokens at T = 1 with per-sample seeds. Printed, median of --repeats calls after a warm-up: the
+engine decoding into a static cache whose step transformers compiles (CUDA graphs; the warm-up call pays the
+compilation), the default engine (finished rows leave between segments of 16 steps) and the same engine
+decoding each call in one piece. The issue's anchor: 1,244 to 2,205 tokens/s on the smoke run before this
+engine (plain generate).
+scripts/gpu_smoke.sh runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--architecture", choices=("tiny", "small-25m", "qwen2-0.5b"), default="qwen2-0.5b")
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--samples", type=int, default=8)
+    parser.add_argument("--new-tokens", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variants", default="compiled,segments,one-call",
+                        help="comma-separated: compiled (static cache, compiled step), segments, one-call")
+    return parser.parse_args()
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    import torch
+
+    from benchmarks.rollout_throughput import rollout_tokens_per_second
+    from benchmarks.workloads import architecture_model
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
+    from training.rollout.seeds import stream_seed
+    from training.rollout.segmented_decoding import SEGMENT_STEPS
+    from training.rollout.torch_engine import build
+    from training.tasks.arithmetic import generate
+
+    with tempfile.TemporaryDirectory(prefix="torch-engine-bench-") as scratch:
+        model_dir = str(architecture_model(arguments.architecture, Path(scratch)))
+        model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
+    engine = build(model, tokenizer, model_dir, EngineSettings(rollout_compile="off"))
+    requests = [RolloutRequest(tuple(tokenizer(f"Problem: {p.problem}\nSolution:")["input_ids"]), n=arguments.samples,
+                               sample_seeds=tuple(stream_seed(0, index, s) for s in range(arguments.samples)))
+                for index, p in enumerate(generate(arguments.prompts, seed=0))]
+    settings = SamplingSettings(max_new_tokens=arguments.new_tokens, temperature=1.0)
+    device = torch.cuda.get_device_name() if engine.device.type == "cuda" else "CPU"
+    print(f"{arguments.architecture} on {device}, {engine.dtype}: {arguments.prompts} prompts x n={arguments.samples}"
+          f" x {arguments.new_tokens} new tokens, median of {arguments.repeats}", flush=True)
+    for variant in arguments.variants.split(","):
+        engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
+        engine.set_compiled(variant == "compiled")
+        started = time.perf_counter()
+        rate, tokens = rollout_tokens_per_second(engine, requests, settings, arguments.repeats)
+        print(f"{variant:<10} {tokens:>8} tokens/call {rate:>10.0f} tokens/s "
+              f"({time.perf_counter() - started:.0f} s with the warm-up call)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Compiled decoding in the torch engine (rollout_compile): a static cache whose step transformers compiles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
+from training.rollout.placement import compiles_decoding
+
+
+def test_auto_compiles_on_a_gpu_only_and_on_and_off_win():
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert compiles_decoding("auto", gpu) and not compiles_decoding("auto", cpu)
+    assert compiles_decoding("on", cpu) and compiles_decoding("on", gpu)
+    assert not compiles_decoding("off", gpu) and not compiles_decoding("off", cpu)
+
+
+def test_the_run_knob_reaches_the_engine(tiny_model_dir):
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.torch_engine import build
+
+    model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+    for mode, compiled in (("on", True), ("off", False), ("auto", False)):  # auto: this CPU compiles nothing
+        config = parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_compile": mode})
+        assert build(model, tokenizer, str(tiny_model_dir), EngineSettings.of_run(config)).compile_decoding is compiled
+    with pytest.raises(Exception, match="rollout_compile"):
+        parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_compile": "always"})
+
+
+def test_a_compiled_cache_is_rounded_up_so_nearby_widths_share_a_compiled_step(tiny_model_dir):
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.torch_engine import STATIC_CACHE_STEP, TorchRolloutEngine
+
+    engine = TorchRolloutEngine(load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir)))
+    assert engine._static_room(30, 500) is None  # a CPU call of many new tokens keeps the dynamic cache
+    assert engine._static_room(300, 64) == 64  # ... and one of few beside long prompts decodes in place
+    engine.set_compiled(True)
+    assert STATIC_CACHE_STEP == 256
+    assert engine._static_room(12, 500) == 512 - 12  # exactly full
+    assert engine._static_room(11, 500) == 512 - 11  # the same 512 positions: the same compiled shapes
+    assert engine._static_room(300, 64) == 512 - 300
+    assert engine._static_room(30, 500) == 768 - 30  # 530 positions round up to 768
+
+
+@pytest.mark.slow
+def test_compiled_decoding_samples_what_the_dynamic_cache_samples(tiny_model_dir):
+    """Same tokens, log-probs and finish reasons at T = 1 over two calls of other widths and row counts."""
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.seeds import stream_seed
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+    plain = TorchRolloutEngine(model, tokenizer)
+    compiled = TorchRolloutEngine(model, tokenizer, own_copy=True)
+    compiled.set_compiled(True)
+    settings = SamplingSettings(max_new_tokens=24, temperature=1.0)
+    prompts = [tokenizer(text)["input_ids"] for text in ("Problem: 2+3\nSolution:", "12*12=", "Problem: the sum of "
+                                                        "the first ten odd numbers, then its square root\nSolution:")]
+    calls = [
+        [RolloutRequest(tuple(prompts[0]), n=3, sample_seeds=tuple(stream_seed(1, 0, s) for s in range(3))),
+         RolloutRequest(tuple(prompts[2]), n=2, max_new_tokens=9,
+                        sample_seeds=tuple(stream_seed(1, 1, s) for s in range(2)))],
+        [RolloutRequest(tuple(prompts[1]), n=4, max_new_tokens=17,
+                        sample_seeds=tuple(stream_seed(2, 0, s) for s in range(4)))],
+    ]
+    for requests in calls:
+        expected, got = plain.generate(requests, settings), compiled.generate(requests, settings)
+        for want_group, got_group, request in zip(expected, got, requests):
+            for want, have in zip(want_group, got_group):
+                assert have.token_ids == want.token_ids and have.finish_reason == want.finish_reason
+                assert len(have.token_ids) <= (request.max_new_tokens or settings.max_new_tokens)
+                assert have.logprobs == pytest.approx(want.logprobs, abs=1e-4)
+    # the compiled engine's copy went through transformers' compiled step; the shared model never did
+    assert hasattr(compiled.model, "_compiled_call") and not hasattr(model, "_compiled_call")
