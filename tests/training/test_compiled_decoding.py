@@ -14,6 +14,8 @@ def test_auto_compiles_on_a_gpu_only_and_on_and_off_win():
     assert compiles_decoding("auto", gpu) and not compiles_decoding("auto", cpu)
     assert compiles_decoding("on", cpu) and compiles_decoding("on", gpu)
     assert not compiles_decoding("off", gpu) and not compiles_decoding("off", cpu)
+    # rollouts that overlap training: auto leaves them uncompiled, on still compiles
+    assert not compiles_decoding("auto", gpu, beside_training=True) and compiles_decoding("on", gpu, True)
 
 
 def test_the_run_knob_reaches_the_engine(tiny_model_dir):

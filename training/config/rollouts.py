@@ -100,8 +100,8 @@ class RolloutSection:
         "auto",
         "torch engine: decode into a static KV cache whose decoding step transformers compiles "
         "(torch.compile with CUDA graphs; the first call of each shape pays the compilation, rows stay "
-        "until the call's longest ends); auto = on a GPU only, on = on a CPU too, off = a dynamic cache "
-        "from which finished rows leave every 16 steps.",
+        "until the call's longest ends); auto = on a GPU unless rollouts overlap training, on = always "
+        "(a CPU too), off = a dynamic cache from which finished rows leave every 16 steps.",
         group="rollouts",
         choices=ROLLOUT_COMPILE_MODES,
     )

@@ -27,10 +27,13 @@ def sampling_dtype(rollout_dtype: str, device: torch.device, model_dtype: torch.
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def compiles_decoding(rollout_compile: str, device: torch.device) -> bool:
-    """rollout_compile by name: "auto" compiles on a GPU only (where CUDA graphs remove the launch cost of every
-    decoding step), "on" everywhere, "off" never."""
-    return rollout_compile == "on" or (rollout_compile == "auto" and device.type == "cuda")
+def compiles_decoding(rollout_compile: str, device: torch.device, beside_training: bool = False) -> bool:
+    """rollout_compile by name: "auto" compiles on a GPU (where CUDA graphs remove the launch cost of every
+    decoding step) unless rollouts run beside training (overlap_rollouts: a graph captured in the rollout thread
+    while the trainer launches kernels on the same device is not measured yet), "on" always, "off" never."""
+    if rollout_compile == "auto":
+        return device.type == "cuda" and not beside_training
+    return rollout_compile == "on"
 
 
 def kv_cache_bytes_per_token(model_config, dtype: torch.dtype) -> int:

@@ -203,5 +203,6 @@ def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=N
     dtype = sampling_dtype(settings.rollout_dtype, device, parameter.dtype)
     engine = TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
                                 dtype=dtype, own_copy=settings.own_weights)
-    engine.set_compiled(compiles_decoding(settings.rollout_compile, device) and engine.vision is None)
+    engine.set_compiled(compiles_decoding(settings.rollout_compile, device, settings.own_weights)
+                        and engine.vision is None)
     return engine
