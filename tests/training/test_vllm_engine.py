@@ -223,3 +223,18 @@ def test_weight_buckets_keep_each_layer_whole_and_send_tied_tensors_once():
 def test_weight_buckets_fill_up_to_the_limit():
     state = make_state_dict()
     assert len(list(weight_buckets(state, torch.float32, bucket_bytes=1 << 30))) == 1
+
+
+@requires_vllm
+def test_sampled_log_probs_read_alike_from_vllms_flat_lists_and_its_dicts():
+    from vllm.logprobs import FlatLogprobs, Logprob
+
+    from training.rollout.vllm_engine import sampled_logprobs
+
+    tokens = (5, 9, 2)
+    dicts = [{5: Logprob(-0.5, rank=3)}, {9: Logprob(-1.25, rank=1)}, {2: Logprob(-3.0, rank=7)}]
+    flat = FlatLogprobs()
+    flat.extend(dicts)
+    assert sampled_logprobs(dicts, tokens) == sampled_logprobs(flat, tokens) == (-0.5, -1.25, -3.0)
+    with pytest.raises(RuntimeError, match="sampled tokens"):
+        sampled_logprobs(flat, (5, 9, 3))

@@ -204,10 +204,12 @@ class VllmRolloutEngine(SharedDeviceEngine):
             {EXTRA_ARG: settings.stop_repeats.as_dict(), EXTRA_ARG_EOS: self.eos_id}
         # ignore_eos + stop_token_ids: stop at the tokenizer's EOS only (as the torch engine does),
         # not at extra end ids a generation_config.json may list; the stop token stays in token_ids.
+        # flat log-probs (where this vLLM has them): a few lists per response instead of a dict per token
+        flat = {"flat_logprobs": True} if "flat_logprobs" in getattr(SamplingParams, "__struct_fields__", ()) else {}
         return SamplingParams(
             n=n, temperature=settings.temperature, top_p=1.0 if greedy else settings.top_p,
             max_tokens=limit, logprobs=0, ignore_eos=True, stop_token_ids=[self.eos_id], detokenize=False,
-            seed=seed, extra_args=repeat_stop,
+            seed=seed, extra_args=repeat_stop, **flat,
         )
 
     def _completion(self, sample, settings: SamplingSettings) -> Completion:
@@ -220,7 +222,7 @@ class VllmRolloutEngine(SharedDeviceEngine):
         tokens = tuple(sample.token_ids)
         if sample.logprobs is None or len(sample.logprobs) != len(tokens):
             raise RuntimeError("vLLM returned no log-prob for some sampled tokens; was logprobs=0 dropped?")
-        logprobs = tuple(position[token].logprob for position, token in zip(sample.logprobs, tokens))
+        logprobs = sampled_logprobs(sample.logprobs, tokens)
         stopped = bool(tokens) and tokens[-1] == self.eos_id
         if stopped and settings.stop_repeats is not None and \
                 repeated_tail_start(tokens[:-1], **settings.stop_repeats.as_dict()) is not None:
@@ -251,6 +253,17 @@ class VllmRolloutEngine(SharedDeviceEngine):
         self.llm = None
         gc.collect()
         cleanup_dist_env_and_memory()  # process groups, then the accelerator's cached memory
+
+
+def sampled_logprobs(positions, tokens: tuple[int, ...]) -> tuple[float, ...]:
+    """Each sampled token's log-prob: from vLLM's flat lists (logprobs=0 puts the sampled token first at each
+    position, checked), or from its per-position dicts."""
+    starts = getattr(positions, "start_indices", None)
+    if starts is None:
+        return tuple(position[token].logprob for position, token in zip(positions, tokens))
+    if [positions.token_ids[start] for start in starts] != list(tokens):
+        raise RuntimeError("vLLM's flat log-probs do not start with the sampled tokens")
+    return tuple(positions.logprobs[start] for start in starts)
 
 
 def layer_groups(state_dict: dict[str, torch.Tensor]):
