@@ -30,7 +30,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--new-tokens", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", default="compiled,segments,one-call",
-                        help="comma-separated: compiled (static cache, compiled step), segments, one-call")
+                        help="comma-separated: compiled (static cache, compiled step), segments, one-call, "
+                             "new-shapes (compiled calls of other row counts, one each: what a new shape costs)")
     return parser.parse_args()
 
 
@@ -59,12 +60,28 @@ def main() -> None:
     print(f"{arguments.architecture} on {device}, {engine.dtype}: {arguments.prompts} prompts x n={arguments.samples}"
           f" x {arguments.new_tokens} new tokens, median of {arguments.repeats}", flush=True)
     for variant in arguments.variants.split(","):
+        if variant == "new-shapes":
+            new_shapes(engine, requests, settings)
+            continue
         engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
         engine.set_compiled(variant == "compiled")
         started = time.perf_counter()
         rate, tokens = rollout_tokens_per_second(engine, requests, settings, arguments.repeats)
         print(f"{variant:<10} {tokens:>8} tokens/call {rate:>10.0f} tokens/s "
               f"({time.perf_counter() - started:.0f} s with the warm-up call)", flush=True)
+
+
+def new_shapes(engine, requests, settings) -> None:
+    """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order: an RL run's calls change
+    their row count, and each new one may recompile or record a new CUDA graph."""
+    engine.set_compiled(True)
+    for count in (len(requests) * 3 // 4, len(requests) // 2 + 1, len(requests)):
+        started = time.perf_counter()
+        groups = engine.generate(requests[:count], settings)
+        seconds = time.perf_counter() - started
+        tokens = sum(len(completion.token_ids) for group in groups for completion in group)
+        print(f"new-shape  {count * requests[0].n:>5} rows {tokens:>8} tokens {seconds:>7.1f} s "
+              f"{tokens / seconds:>10.0f} tokens/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ done
 
 # The torch rollout engine alone as a run builds it (bf16, rows sized from free memory), Qwen2-0.5B's shapes.
 echo "== torch rollout engine tokens/s"
-"$python" benchmarks/torch_engine_throughput.py --variants compiled,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
+"$python" benchmarks/torch_engine_throughput.py --variants compiled,new-shapes,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
 
 # Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes
 # (SMOKE_RL_ARGS adds arguments, e.g. "--iterations 2" on a short lease).
