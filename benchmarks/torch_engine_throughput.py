@@ -64,7 +64,7 @@ def main() -> None:
             new_shapes(engine, requests, settings)
             continue
         engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
-        engine.set_compiled(variant == "compiled")
+        engine.compile_decoding = variant == "compiled"
         started = time.perf_counter()
         rate, tokens = rollout_tokens_per_second(engine, requests, settings, arguments.repeats)
         print(f"{variant:<10} {tokens:>8} tokens/call {rate:>10.0f} tokens/s "
@@ -74,7 +74,7 @@ def main() -> None:
 def new_shapes(engine, requests, settings) -> None:
     """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order: an RL run's calls change
     their row count, and each new one may recompile or record a new CUDA graph."""
-    engine.set_compiled(True)
+    engine.compile_decoding = True
     for count in (len(requests) * 3 // 4, len(requests) // 2 + 1, len(requests)):
         started = time.perf_counter()
         groups = engine.generate(requests[:count], settings)

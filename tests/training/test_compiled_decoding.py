@@ -39,7 +39,7 @@ def test_a_compiled_cache_is_rounded_up_so_nearby_widths_share_a_compiled_step(t
     engine = TorchRolloutEngine(load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir)))
     assert engine._static_room(30, 500) is None  # a CPU call of many new tokens keeps the dynamic cache
     assert engine._static_room(300, 64) == 64  # ... and one of few beside long prompts decodes in place
-    engine.set_compiled(True)
+    engine.compile_decoding = True
     assert STATIC_CACHE_STEP == 256
     assert engine._static_room(12, 500) == 512 - 12  # exactly full
     assert engine._static_room(11, 500) == 512 - 11  # the same 512 positions: the same compiled shapes
@@ -57,7 +57,7 @@ def test_compiled_decoding_samples_what_the_dynamic_cache_samples(tiny_model_dir
     model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
     plain = TorchRolloutEngine(model, tokenizer)
     compiled = TorchRolloutEngine(model, tokenizer, own_copy=True)
-    compiled.set_compiled(True)
+    compiled.compile_decoding = True
     settings = SamplingSettings(max_new_tokens=24, temperature=1.0)
     prompts = [tokenizer(text)["input_ids"] for text in ("Problem: 2+3\nSolution:", "12*12=", "Problem: the sum of "
                                                         "the first ten odd numbers, then its square root\nSolution:")]

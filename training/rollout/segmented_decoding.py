@@ -91,17 +91,8 @@ def decode(model, call: DecodeCall, cache=None, segment_steps: int | None = SEGM
             keep = (~ended).nonzero().squeeze(1)
             live, sequences, mask = live[keep], sequences[keep], mask[keep]
             if live.numel():
-                drop_rows(cache, keep)
+                cache.batch_select_indices(keep)
     return Decoded(tokens.tolist(), logprobs.tolist(), repeat_stops.tolist())
-
-
-def drop_rows(cache, keep: torch.Tensor) -> None:
-    """Keep only the cache rows `keep` (Cache.batch_select_indices where transformers has it, else layer by layer)."""
-    if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(keep)
-        return
-    for layer in cache.layers:
-        layer.keys, layer.values = layer.keys[keep], layer.values[keep]
 
 
 def _hooks(call: DecodeCall, live: torch.Tensor, limits: list[int], width: int, segment_end: int):

@@ -55,11 +55,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
         self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
-        self.compile_decoding = False  # decode into a static cache whose step transformers compiles (set_compiled)
-
-    def set_compiled(self, compiled: bool) -> None:
-        """Decode into a static cache whose step transformers compiles (asked for explicitly on a CPU)."""
-        self.compile_decoding = compiled
+        self.compile_decoding = False  # decode into a static cache whose step transformers compiles
 
     @torch.no_grad()
     def update_weights(self, model) -> None:
@@ -203,6 +199,6 @@ def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=N
     dtype = sampling_dtype(settings.rollout_dtype, device, parameter.dtype)
     engine = TorchRolloutEngine(model, tokenizer, vision=vision_inputs_for(model, model_path), device=device,
                                 dtype=dtype, own_copy=settings.own_weights)
-    engine.set_compiled(compiles_decoding(settings.rollout_compile, device, settings.own_weights)
-                        and engine.vision is None)
+    engine.compile_decoding = compiles_decoding(settings.rollout_compile, device, settings.own_weights) \
+        and engine.vision is None
     return engine
