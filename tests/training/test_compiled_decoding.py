@@ -77,3 +77,4 @@ def test_compiled_decoding_samples_what_the_dynamic_cache_samples(tiny_model_dir
                 assert have.logprobs == pytest.approx(want.logprobs, abs=1e-4)
     # the compiled engine's copy went through transformers' compiled step; the shared model never did
     assert hasattr(compiled.model, "_compiled_call") and not hasattr(model, "_compiled_call")
+    assert compiled.compiled_shapes == {(5, 256), (4, 256)}  # logged once each: rows x rounded cache positions

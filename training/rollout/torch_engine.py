@@ -10,10 +10,11 @@ optional stop at the first degenerate repeat.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Sequence
 
 import torch
-from transformers import CompileConfig
+from transformers import CompileConfig, StaticCache
 
 from training.rollout.base import (
     FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
@@ -26,6 +27,8 @@ from training.rollout.placement import (
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, decode
 from training.rollout.token_sampler import row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
+
+logger = logging.getLogger(__name__)
 
 CPU_BATCH_SEQUENCES = 64
 STATIC_CACHE_STEP = 256  # compiled decoding: static cache lengths are multiples of this
@@ -56,6 +59,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
         self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
         self.compile_decoding = False  # decode into a static cache whose step transformers compiles
+        self.compiled_shapes: set[tuple[int, int]] = set()  # (rows, cache positions) of compiled calls so far
 
     @torch.no_grad()
     def update_weights(self, model) -> None:
@@ -131,12 +135,15 @@ class TorchRolloutEngine(SharedDeviceEngine):
         uniforms = None if settings.temperature == 0 else \
             row_uniforms([seed for per_request in seeds for seed in per_request], longest, self.device)
         call = DecodeCall(input_ids, attention, row_limits, uniforms, settings, self.pad_id, self.eos_id)
+        room = self._static_room(width, longest)
         was_training = self.model.training
         self.model.eval()
         try:
             prefilled = None if self.vision is not None or not self.bucket_prefill else \
                 bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows],
-                                 static_room=self._static_room(width, longest))
+                                 static_room=room)
+            if self.compile_decoding and isinstance(prefilled, StaticCache):
+                self._note_compiled_shape(len(rows), width + room)
             # images go in with the prompts: such a call decodes in one segment
             decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps,
                              {**vision, **self._compile_options()})
@@ -156,6 +163,13 @@ class TorchRolloutEngine(SharedDeviceEngine):
         if self.compile_decoding:
             return -(-(width + new_tokens) // STATIC_CACHE_STEP) * STATIC_CACHE_STEP - width
         return new_tokens if self._decodes_in_place(width, new_tokens) else None
+
+    def _note_compiled_shape(self, rows: int, positions: int) -> None:
+        """Say in the log when a compiled call has a shape not seen before: it compiles or records first."""
+        if (rows, positions) not in self.compiled_shapes:
+            self.compiled_shapes.add((rows, positions))
+            logger.info("torch engine: first compiled call of %d rows x %d cache positions; transformers "
+                        "compiles (or records) its decoding step first, which takes longer", rows, positions)
 
     def _compile_options(self) -> dict:
         """generate's options for a compiled call off the GPU, where transformers compiles only when told to."""
