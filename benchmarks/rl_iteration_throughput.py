@@ -30,6 +30,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--problems", type=int, default=32)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--rollout-compile", choices=("auto", "on", "off"), default="auto",
+                        help="the run's rollout_compile (auto: compiled decoding on a GPU)")
     return parser.parse_args()
 
 
@@ -45,7 +47,8 @@ def measure(trainer: str, model: Path, models_dir: Path, args) -> dict[str, floa
     config = parse_config(RLConfig, dict(
         model=str(model), trainer_backend=trainer, iterations=args.iterations, batch_size=args.problems,
         samples_per_problem=args.samples, max_response_tokens=args.max_tokens, learning_rate=1e-6,
-        micro_batch_size=16, checkpoint_every_iterations=10_000, stored_samples_per_iteration=0))
+        micro_batch_size=16, checkpoint_every_iterations=10_000, stored_samples_per_iteration=0,
+        rollout_compile=args.rollout_compile))
     reports = []
     with tempfile.TemporaryDirectory() as output:
         run(config, records, RunPaths(Path(output), models_dir), TrainingHooks(on_iteration=reports.append))
@@ -71,7 +74,8 @@ def main() -> None:
         model = architecture_model(args.architecture, models_dir)
         device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
         print(f"{args.architecture} on {device}: {args.problems} problems x k={args.samples}, up to "
-              f"{args.max_tokens} tokens, median of iterations 2..{args.iterations}")
+              f"{args.max_tokens} tokens, median of iterations 2..{args.iterations}, rollout_compile "
+              f"{args.rollout_compile}")
         print(f"{'trainer':<10}{'iteration s':>12}{'rollout s':>11}{'train s':>9}{'tokens':>9}{'tokens/s/GPU':>14}"
               f"{'rollout tok/s':>15}{'sampler KL':>12}")
         for trainer in args.trainers.split(","):
