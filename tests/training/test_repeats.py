@@ -93,3 +93,30 @@ def test_vllm_stops_a_repeating_model_at_the_repeat_inside_its_decoding_loop(tin
     for [ours], [reference], [whole] in zip(from_vllm, from_torch, free):
         assert ours.finish_reason == FINISH_REPEAT and len(ours.token_ids) < 128
         assert ours.token_ids == reference.token_ids == whole.token_ids[:len(ours.token_ids)]
+
+
+def test_the_rl_loop_stops_repeats_only_with_a_penalty_and_subtracts_it(tiny_model_dir, tmp_path):
+    """The untrained tiny model at a low temperature loops: repeat_penalty > 0 turns the stop on, the iteration
+    metrics count the tokens it saved, and every repeated response loses the penalty from its reward."""
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.loop import run
+    from training.tasks.arithmetic import generate
+    from training.types import PromptRecord, RunPaths, TrainingHooks
+
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(8, seed=3)]
+    reports = {}
+    for penalty in (0.0, 0.5):
+        config = parse_config(RLConfig, dict(model=str(tiny_model_dir), iterations=1, batch_size=4,
+                                             samples_per_problem=2, max_response_tokens=64, temperature=0.05,
+                                             length_penalty_weight=0.0, repeat_penalty=penalty))
+        found = []
+        run(config, records, RunPaths(tmp_path / str(penalty), tmp_path / "models"),
+            TrainingHooks(on_iteration=found.append))
+        reports[penalty] = found[0]
+    off, on = reports[0.0].extra, reports[0.5].extra
+    assert off["repeat_fraction"] == 0.0 and off["repeat_tokens_saved"] == 0.0  # no penalty: nothing stops early
+    assert on["repeat_fraction"] > 0.0 and on["repeat_tokens_saved"] > 0.0
+    # rewards = correctness - 0.5 per repeated response (no length reward here)
+    assert on["mean_reward"] == pytest.approx(reports[0.5].train_accuracy - 0.5 * on["repeat_fraction"], abs=1e-6)
+    assert reports[0.5].tokens_generated + on["repeat_tokens_saved"] <= 8 * 64

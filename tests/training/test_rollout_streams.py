@@ -148,3 +148,16 @@ def test_vllm_serves_seeded_requests_whose_prompts_outgrow_a_step(vllm_engine, t
     groups = vllm_engine.generate(requests, SamplingSettings(4, temperature=1.0))
     assert [len(group) for group in groups] == [2] * 12
     assert vllm_engine.generate(requests, SamplingSettings(4, temperature=1.0)) == groups  # and reproducibly
+
+
+@requires_vllm
+def test_the_vllm_engine_refuses_a_request_beyond_its_window_instead_of_capping_it(vllm_engine):
+    window = vllm_engine.max_model_len
+    with pytest.raises(ValueError, match=rf"request 1: a prompt of {window - 8} tokens plus 16 new tokens exceeds "
+                                         rf"the engine's max_model_len of {window}"):
+        vllm_engine.generate([RolloutRequest((5, 6, 7)), RolloutRequest((5,) * (window - 8))], SamplingSettings(16))
+    # a prompt that leaves exactly room for the 16 is served whole: never cut below what was asked
+    from training.rollout.base import FINISH_STOP
+
+    [[completion]] = vllm_engine.generate([RolloutRequest((5,) * (window - 16))], SamplingSettings(16, temperature=1.0))
+    assert len(completion.token_ids) == 16 or completion.finish_reason == FINISH_STOP
