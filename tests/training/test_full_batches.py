@@ -208,3 +208,21 @@ def test_reordering_groups_keeps_each_group_s_rows_rewards_and_masks_together():
     assert reordered.input_ids[:2, 2].tolist() == [8, 8] and reordered.input_ids[4:, 2].tolist() == [7, 7]
     assert reordered.token_counts.tolist() == [[9.0, 1.0], [5.0, 5.0], [2.0, 3.0]]
     assert torch.equal(reordered.loss_mask[0], batch.loss_mask[2])
+
+
+def test_an_overfull_buffer_completes_its_oldest_parked_groups_and_keeps_the_youngest():
+    buffer = ReplayBuffer()
+    for started in (4, 1, 5, 2, 3):  # parked out of order: age decides, not parking order
+        group = Group(problem_index=started, started_iteration=started,
+                      trajectories=[Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
+        for trajectory in group.trajectories:
+            trajectory.extend([75, FILLER, FILLER], started)  # a long response (first token >= 70), 3 tokens in
+        buffer.park([group])
+    result = roll_out_iteration(ScriptedEngine(), buffer, draw_from([100, 6]), share=2, parked_limit=3,
+                                settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, 8, 2),
+                                streams=StreamKey(run_seed=0, iteration=6))
+    assert [group.started_iteration for group in result.finished] == [1, 2]  # the two oldest, run to their end
+    assert all(len(t.response_ids) == LONG for group in result.finished for t in group.trajectories)
+    assert result.groups_completed_over_budget == 2
+    assert sorted(group.started_iteration for group in buffer.groups) == [3, 4, 5]  # the youngest wait, 8 more each
+    assert all(len(t.response_ids) == 3 + 8 for group in buffer.groups for t in group.trajectories)

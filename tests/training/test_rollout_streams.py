@@ -52,12 +52,12 @@ def vllm_engine(tiny):
     engine.close()
 
 
-def one_problem_twice(engine, tokenizer, iteration: int, run_seed: int = 0) -> list[tuple[int, ...]]:
+def one_problem_twice(engine, tokenizer, iteration: int, run_seed: int = 0, rank: int = 0) -> list[tuple[int, ...]]:
     """Problem 0 drawn twice (draw positions 0 and 1) in `iteration`: the 2 x SAMPLES responses."""
     prompts = [prompt_ids("3+4-2", tokenizer)]
     groups = new_groups([0, 0], prompts, iteration, SAMPLES)
     collected = collect_rollouts(engine, groups, SamplingSettings(LIMITS.max_response_tokens, temperature=1.0),
-                                 LIMITS, iteration, StreamKey(run_seed=run_seed, iteration=iteration))
+                                 LIMITS, iteration, StreamKey(run_seed=run_seed, iteration=iteration, rank=rank))
     assert len(collected.finished) == 2
     return [tuple(t.response_ids) for group in collected.finished for t in group.trajectories]
 
@@ -69,6 +69,8 @@ def check_independent_and_reproducible(engine, tokenizer):
     assert len(set(first) | set(second)) == 4 * SAMPLES, "consecutive iterations shared a random stream"
     assert one_problem_twice(engine, tokenizer, iteration=1) == first, "a same-seed rerun must sample the same"
     assert one_problem_twice(engine, tokenizer, iteration=1, run_seed=1) != first
+    # another rank drawing the same problem at the same place of the same iteration samples other responses
+    assert not set(one_problem_twice(engine, tokenizer, iteration=1, rank=1)) & set(first)
 
 
 def test_torch_engine_draws_every_response_from_its_own_stream(torch_engine, tiny):
