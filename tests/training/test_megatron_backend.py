@@ -112,6 +112,9 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
         results["hf_logits"] = hf(input_ids=input_ids).logits
         from training.megatron.model import causal_inputs
         results["megatron_logits"] = megatron.gpt(on_device, *causal_inputs(on_device)).cpu()
+        # the trainer at the sampling temperature 0.7 (config.temperature) against Hugging Face's softmax(z / 0.7)
+        results["hf_logprobs_t07"] = hf_token_logprobs(hf, input_ids, torch.ones_like(input_ids), temperature=0.7)
+    results["megatron_logprobs_t07"] = trainer(model_dir, temperature=0.7)._logprobs(batch)[1]
     results["round_trip"] = megatron.hf_state_dict()
     results["hf_state"] = hf.state_dict()
     results["megatron_step"] = megatron_first_step(megatron, batch, REWARDS)
@@ -206,6 +209,13 @@ def assert_gradients_close(got: dict, expected: dict, relative: float) -> None:
 def test_megatron_logits_and_logprobs_match_hugging_face_through_the_mapping(single):
     assert float((single["megatron_logits"] - single["hf_logits"]).abs().max()) < CLOSE
     assert float((single["megatron_logprobs"] - single["hf_logprobs"]).abs().max()) < CLOSE
+
+
+def test_the_megatron_trainer_scores_tokens_at_the_sampling_temperature(single):
+    mask = the_batch().loss_mask.bool()  # response tokens: where the loss and the sampler KL read them
+    tempered, plain = single["megatron_logprobs_t07"][mask], single["hf_logprobs"][mask]
+    assert float((tempered - single["hf_logprobs_t07"][mask]).abs().max()) < CLOSE
+    assert float((tempered - plain).abs().max()) > 1e-2  # T = 0.7 is not T = 1: the check has teeth
 
 
 def test_the_state_dict_out_is_the_hugging_face_one_exactly(single):
