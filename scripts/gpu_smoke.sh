@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU smoke test: the Megatron-core and vLLM tests on real GPUs (NCCL, no CPU shim), then the
-# train <-> rollout switch benchmark; prints the switch times. Run it on a host with an NVIDIA GPU.
+# GPU smoke test: the Megatron-core, vLLM and compiled-decoding tests on real GPUs (NCCL, no CPU shim), then
+# the train <-> rollout switch benchmark, the torch engine's tokens/s and RL iterations' tokens/s per GPU
+# (torch and Megatron trainers); prints the figures. Run it on a host with an NVIDIA GPU.
 #
 #   bash scripts/gpu_smoke.sh                  # installs through scripts/setup.sh (vllm on GPU hosts), then runs
 #   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
@@ -48,6 +49,7 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # The test files that drive Megatron-core and vLLM (whichever exist in this checkout).
 shopt -s nullglob
 test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py tests/training/test_vllm_*.py
+            tests/training/test_compiled_decoding.py tests/training/test_rollout_placement.py
             tests/training/test_loop_vllm.py)
 [ ${#test_files[@]} -gt 0 ] || { echo "gpu_smoke: FAILED: no Megatron or vLLM test files found" >&2; exit 1; }
 
