@@ -125,3 +125,28 @@ def test_the_rl_loop_trains_with_compiled_decoding_and_samples_what_it_scores(wa
     for compiled, plain in zip(reports["on"], reports["off"]):  # the weights moved: same samples, same updates
         assert compiled.tokens_generated == plain.tokens_generated
         assert compiled.loss == pytest.approx(plain.loss, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_compiled_engine_follows_weight_updates(tiny_model_dir):
+    """A compiled step must read the weights as they are now, not as they were when it was compiled."""
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+    compiled = TorchRolloutEngine(model, tokenizer, own_copy=True)
+    compiled.compile_decoding = True
+    prompt = tuple(tokenizer("Problem: 7+8\nSolution:")["input_ids"])
+    requests = [RolloutRequest(prompt, n=4, sample_seeds=(1, 2, 3, 4))]
+    settings = SamplingSettings(max_new_tokens=16, temperature=1.0)
+    before = compiled.generate(requests, settings)
+    changed = load_model(str(tiny_model_dir))
+    with torch.no_grad():
+        changed.lm_head.weight.mul_(-3.0)
+    compiled.update_weights(changed)
+    after = compiled.generate(requests, settings)
+    expected = TorchRolloutEngine(changed, tokenizer).generate(requests, settings)  # the new weights' samples
+    assert [c.token_ids for c in after[0]] == [c.token_ids for c in expected[0]]
+    for have, want in zip(after[0], expected[0]):
+        assert have.logprobs == pytest.approx(want.logprobs, abs=1e-4)
+    assert [c.token_ids for c in after[0]] != [c.token_ids for c in before[0]]
