@@ -62,24 +62,16 @@ def update_seconds(engine, model, repeats: int) -> float:
 
 def main() -> None:
     arguments = parse_arguments()
-    from benchmarks.workloads import architecture_model
+    from benchmarks.workloads import architecture_model, arithmetic_requests
     from training.models.loading import load_model, load_tokenizer
-    from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
+    from training.rollout.base import EngineSettings, SamplingSettings
     from training.rollout.torch_engine import TorchRolloutEngine
     from training.rollout.vllm_engine import build
-    from training.tasks.arithmetic import generate
 
     with tempfile.TemporaryDirectory(prefix="rollout-bench-") as scratch:
         model_dir = arguments.model_dir or str(architecture_model(arguments.architecture, Path(scratch)))
         model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
-        problems = generate(arguments.prompts, seed=0)
-        from training.rollout.seeds import stream_seed
-
-        requests = [RolloutRequest(tuple(tokenizer(f"Problem: {p.problem}\nSolution:")["input_ids"]),
-                                   n=arguments.samples,
-                                   sample_seeds=() if arguments.unseeded else
-                                   tuple(stream_seed(0, index, sample) for sample in range(arguments.samples)))
-                    for index, p in enumerate(problems)]
+        requests = arithmetic_requests(tokenizer, arguments.prompts, arguments.samples, not arguments.unseeded)
         settings = SamplingSettings(max_new_tokens=arguments.new_tokens, temperature=1.0)
 
         torch_rate, torch_tokens = rollout_tokens_per_second(

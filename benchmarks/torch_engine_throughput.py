@@ -40,21 +40,17 @@ def main() -> None:
     import torch
 
     from benchmarks.rollout_throughput import rollout_tokens_per_second
-    from benchmarks.workloads import architecture_model
+    from benchmarks.workloads import architecture_model, arithmetic_requests
     from training.models.loading import load_model, load_tokenizer
-    from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
-    from training.rollout.seeds import stream_seed
+    from training.rollout.base import EngineSettings, SamplingSettings
     from training.rollout.segmented_decoding import SEGMENT_STEPS
     from training.rollout.torch_engine import build
-    from training.tasks.arithmetic import generate
 
     with tempfile.TemporaryDirectory(prefix="torch-engine-bench-") as scratch:
         model_dir = str(architecture_model(arguments.architecture, Path(scratch)))
         model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
     engine = build(model, tokenizer, model_dir, EngineSettings(rollout_compile="off"))
-    requests = [RolloutRequest(tuple(tokenizer(f"Problem: {p.problem}\nSolution:")["input_ids"]), n=arguments.samples,
-                               sample_seeds=tuple(stream_seed(0, index, s) for s in range(arguments.samples)))
-                for index, p in enumerate(generate(arguments.prompts, seed=0))]
+    requests = arithmetic_requests(tokenizer, arguments.prompts, arguments.samples)
     settings = SamplingSettings(max_new_tokens=arguments.new_tokens, temperature=1.0)
     device = torch.cuda.get_device_name() if engine.device.type == "cuda" else "CPU"
     print(f"{arguments.architecture} on {device}, {engine.dtype}: {arguments.prompts} prompts x n={arguments.samples}"

@@ -48,6 +48,19 @@ def architecture_model(architecture: str, models_dir: Path) -> Path:
     return _save(model, tokenizer, models_dir / architecture)
 
 
+def arithmetic_requests(tokenizer, prompts: int, samples: int, seeded: bool = True) -> list:
+    """`prompts` synthetic arithmetic problems as rollout requests of `samples` each; seeded: one random stream per
+    sample, as the RL loop asks (else one call seed)."""
+    from training.rollout.base import RolloutRequest
+    from training.rollout.seeds import stream_seed
+    from training.tasks.arithmetic import generate
+
+    return [RolloutRequest(tuple(tokenizer(f"Problem: {problem.problem}\nSolution:")["input_ids"]), n=samples,
+                           sample_seeds=tuple(stream_seed(0, index, sample) for sample in range(samples))
+                           if seeded else ())
+            for index, problem in enumerate(generate(prompts, seed=0))]
+
+
 def geometric_model(models_dir: Path) -> Path:
     """The tiny preset with a zeroed head: lengths geometric with mean ~vocabulary size."""
     import torch
