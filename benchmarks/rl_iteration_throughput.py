@@ -32,6 +32,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--rollout-compile", choices=("auto", "on", "off"), default="auto",
                         help="the run's rollout_compile (auto: compiled decoding on a GPU)")
+    parser.add_argument("--rollout-loop", choices=("generate", "lean"), default="generate",
+                        help="the run's rollout_loop (lean: the torch engine's own decoding loop)")
     return parser.parse_args()
 
 
@@ -48,7 +50,7 @@ def measure(trainer: str, model: Path, models_dir: Path, args) -> dict[str, floa
         model=str(model), trainer_backend=trainer, iterations=args.iterations, batch_size=args.problems,
         samples_per_problem=args.samples, max_response_tokens=args.max_tokens, learning_rate=1e-6,
         micro_batch_size=16, checkpoint_every_iterations=10_000, stored_samples_per_iteration=0,
-        rollout_compile=args.rollout_compile))
+        rollout_compile=args.rollout_compile, rollout_loop=args.rollout_loop))
     reports = []
     with tempfile.TemporaryDirectory() as output:
         run(config, records, RunPaths(Path(output), models_dir), TrainingHooks(on_iteration=reports.append))
@@ -75,7 +77,7 @@ def main() -> None:
         device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
         print(f"{args.architecture} on {device}: {args.problems} problems x k={args.samples}, up to "
               f"{args.max_tokens} tokens, median of iterations 2..{args.iterations}, rollout_compile "
-              f"{args.rollout_compile}")
+              f"{args.rollout_compile}, rollout_loop {args.rollout_loop}")
         print(f"{'trainer':<10}{'iteration s':>12}{'rollout s':>11}{'train s':>9}{'tokens':>9}{'tokens/s/GPU':>14}"
               f"{'rollout tok/s':>15}{'sampler KL':>12}")
         for trainer in args.trainers.split(","):

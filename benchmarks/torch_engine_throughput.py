@@ -5,7 +5,8 @@ Qwen2-0.5B's shapes by default (random weights, the tiny tokenizer), --prompts x
 engine decoding into a static cache whose step transformers compiles (CUDA graphs; the warm-up call pays the
 compilation), the default engine (finished rows leave between segments of 16 steps) and the same engine
 decoding each call in one piece. The issue's anchor: 1,244 to 2,205 tokens/s on the smoke run before this
-engine (plain generate).
+engine (plain generate). lean and lean-compiled: the engine's own decoding loop (training.rollout.lean_decoding),
+whose compiled step holds the forward pass and the sampler in one graph.
 scripts/gpu_smoke.sh runs it.
 """
 
@@ -31,7 +32,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", default="compiled,segments,one-call",
                         help="comma-separated: compiled (static cache, compiled step), segments, one-call, "
-                             "new-shapes (compiled calls of other row counts, one each: what a new shape costs)")
+                             "lean (the engine's own loop), lean-compiled (its step compiled whole), new-shapes "
+                             "(compiled calls of other row counts, one each: what a new shape costs)")
     return parser.parse_args()
 
 
@@ -60,7 +62,8 @@ def main() -> None:
             new_shapes(engine, requests, settings)
             continue
         engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
-        engine.compile_decoding = variant == "compiled"
+        engine.compile_decoding = variant in ("compiled", "lean-compiled")
+        engine.lean_decoding = variant.startswith("lean")
         started = time.perf_counter()
         rate, tokens = rollout_tokens_per_second(engine, requests, settings, arguments.repeats)
         print(f"{variant:<10} {tokens:>8} tokens/call {rate:>10.0f} tokens/s "
@@ -70,7 +73,7 @@ def main() -> None:
 def new_shapes(engine, requests, settings) -> None:
     """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order: an RL run's calls change
     their row count, and each new one may recompile or record a new CUDA graph."""
-    engine.compile_decoding = True
+    engine.compile_decoding, engine.lean_decoding = True, False
     for count in (len(requests) * 3 // 4, len(requests) // 2 + 1, len(requests)):
         started = time.perf_counter()
         groups = engine.generate(requests[:count], settings)

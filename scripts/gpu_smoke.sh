@@ -49,7 +49,8 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # The test files that drive Megatron-core and vLLM (whichever exist in this checkout).
 shopt -s nullglob
 test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py tests/training/test_vllm_*.py
-            tests/training/test_compiled_decoding.py tests/training/test_rollout_placement.py
+            tests/training/test_compiled_decoding.py tests/training/test_lean_decoding.py
+            tests/training/test_rollout_placement.py
             tests/training/test_loop_vllm.py)
 [ ${#test_files[@]} -gt 0 ] || { echo "gpu_smoke: FAILED: no Megatron or vLLM test files found" >&2; exit 1; }
 
@@ -73,7 +74,7 @@ done
 
 # The torch rollout engine alone as a run builds it (bf16, rows sized from free memory), Qwen2-0.5B's shapes.
 echo "== torch rollout engine tokens/s"
-"$python" benchmarks/torch_engine_throughput.py --variants compiled,new-shapes,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
+"$python" benchmarks/torch_engine_throughput.py --variants compiled,lean-compiled,new-shapes,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
 
 # Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes
 # (SMOKE_RL_ARGS adds arguments, e.g. "--iterations 2" on a short lease).

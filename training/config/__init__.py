@@ -21,7 +21,7 @@ from training.config.long2short import (
 from training.config.model import ModelSection
 from training.config.optimization import LOG_Z_ESTIMATES, POLICY_LOSSES, OptimizationSection
 from training.config.rollouts import (
-    HYBRID_RELEASE_MODES, ROLLOUT_COMPILE_MODES, ROLLOUT_DTYPES, ROLLOUT_ENGINES, RolloutSection,
+    HYBRID_RELEASE_MODES, ROLLOUT_COMPILE_MODES, ROLLOUT_DTYPES, ROLLOUT_ENGINES, ROLLOUT_LOOPS, RolloutSection,
 )
 from training.config.run import SECTIONS, RLConfig
 
@@ -46,6 +46,7 @@ __all__ = [
     "ROLLOUT_COMPILE_MODES",
     "ROLLOUT_DTYPES",
     "ROLLOUT_ENGINES",
+    "ROLLOUT_LOOPS",
     "RolloutSection",
     "SAMPLING_STRATEGIES",
     "SECTIONS",

@@ -14,6 +14,7 @@ ROLLOUT_ENGINES = tuple(rollout_engines.entries)
 HYBRID_RELEASE_MODES = ("restart", "sleep")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 ROLLOUT_COMPILE_MODES = ("auto", "on", "off")
+ROLLOUT_LOOPS = ("generate", "lean")
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,14 @@ class RolloutSection:
         "(a CPU too), off = a dynamic cache from which finished rows leave every 16 steps.",
         group="rollouts",
         choices=ROLLOUT_COMPILE_MODES,
+    )
+    rollout_loop: str = knob(
+        "generate",
+        "torch engine: the decoding loop; generate = Hugging Face generate; lean = the engine's own "
+        "loop over a static KV cache, whose step (forward pass and sampler) rollout_compile compiles "
+        "as one graph. Both sample the same tokens from the same streams.",
+        group="rollouts",
+        choices=ROLLOUT_LOOPS,
     )
     hybrid_release: str = knob(
         "restart",

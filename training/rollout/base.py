@@ -61,7 +61,8 @@ class EngineSettings:
     """How a rollout engine is built (the run's knobs of the same names; evaluations set a few).
 
     seed: the engine's own seed (vLLM); max_model_len: the context window (None = the model's own);
-    rollout_dtype: auto, float32, bfloat16 or float16; rollout_compile: auto, on or off (torch engine);
+    rollout_dtype: auto, float32, bfloat16 or float16; rollout_compile: auto, on or off and
+    rollout_loop: generate or lean (torch engine);
     hybrid_release and vllm_sidecar_socket: vllm-hybrid only;
     own_weights: sample from a copy of the weights that only update_weights changes (rollouts that overlap
     training must not see the optimizer's half-done steps).
@@ -71,6 +72,7 @@ class EngineSettings:
     max_model_len: int | None = None
     rollout_dtype: str = "auto"
     rollout_compile: str = "auto"
+    rollout_loop: str = "generate"
     hybrid_release: str = "restart"
     vllm_sidecar_socket: str | None = None
     own_weights: bool = False
@@ -79,8 +81,9 @@ class EngineSettings:
     def of_run(cls, config) -> EngineSettings:
         """The engine settings of an RLConfig."""
         return cls(seed=config.seed, max_model_len=config.max_model_len, rollout_dtype=config.rollout_dtype,
-                   rollout_compile=config.rollout_compile, hybrid_release=config.hybrid_release,
-                   vllm_sidecar_socket=config.vllm_sidecar_socket, own_weights=config.overlap_rollouts)
+                   rollout_compile=config.rollout_compile, rollout_loop=config.rollout_loop,
+                   hybrid_release=config.hybrid_release, vllm_sidecar_socket=config.vllm_sidecar_socket,
+                   own_weights=config.overlap_rollouts)
 
 
 class RolloutEngine(Protocol):

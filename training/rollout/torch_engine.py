@@ -21,6 +21,7 @@ from training.rollout.base import (
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.bucketed_prefill import bucketed_prefill
+from training.rollout.lean_decoding import compiled_step, lean_cache_supported, lean_decode, sample_step
 from training.rollout.placement import (
     batch_sequences_for_memory, compiles_decoding, sampling_device, sampling_dtype,
 )
@@ -58,7 +59,9 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
         self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
-        self.compile_decoding = False  # decode into a static cache whose step transformers compiles
+        self.compile_decoding = False  # decode into a static cache with a compiled step
+        self.lean_decoding = False  # decode in our own loop (rollout.lean_decoding), not Hugging Face generate
+        self._compiled_step = None  # the lean loop's compiled step, made at its first call
         self.compiled_shapes: set[tuple[int, int]] = set()  # (rows, cache positions) of compiled calls so far
 
     @torch.no_grad()
@@ -144,9 +147,12 @@ class TorchRolloutEngine(SharedDeviceEngine):
                                  static_room=room)
             if self.compile_decoding and isinstance(prefilled, StaticCache):
                 self._note_compiled_shape(len(rows), width + room)
-            # images go in with the prompts: such a call decodes in one segment
-            decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps,
-                             {**vision, **self._compile_options()})
+            if self.lean_decoding and lean_cache_supported(prefilled):
+                decoded = lean_decode(self.model, call, prefilled, self._lean_step(),
+                                      segment_steps=None if self.compile_decoding else self.segment_steps)
+            else:  # images go in with the prompts: such a call decodes in one segment
+                decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps,
+                                 {**vision, **self._compile_options()})
         finally:
             self.model.train(was_training)
         completions = [self._completion(tokens[:limit], scores[:limit], limit, stop) for tokens, scores, limit, stop
@@ -162,7 +168,15 @@ class TorchRolloutEngine(SharedDeviceEngine):
         cache up to a multiple of STATIC_CACHE_STEP, so that calls of nearby widths reuse one compiled step."""
         if self.compile_decoding:
             return -(-(width + new_tokens) // STATIC_CACHE_STEP) * STATIC_CACHE_STEP - width
-        return new_tokens if self._decodes_in_place(width, new_tokens) else None
+        return new_tokens if self.lean_decoding or self._decodes_in_place(width, new_tokens) else None
+
+    def _lean_step(self):
+        """The lean loop's step: compiled once per engine when decoding is compiled, else plain."""
+        if not self.compile_decoding:
+            return sample_step
+        if self._compiled_step is None:
+            self._compiled_step = compiled_step(self.device)
+        return self._compiled_step
 
     def _note_compiled_shape(self, rows: int, positions: int) -> None:
         """Say in the log when a compiled call has a shape not seen before: it compiles or records first."""
@@ -215,4 +229,5 @@ def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=N
                                 dtype=dtype, own_copy=settings.own_weights)
     engine.compile_decoding = compiles_decoding(settings.rollout_compile, device, settings.own_weights) \
         and engine.vision is None
+    engine.lean_decoding = settings.rollout_loop == "lean"
     return engine

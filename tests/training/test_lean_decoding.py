@@ -1,0 +1,168 @@
+"""The torch engine's lean decoding loop (training.rollout.lean_decoding): the forward pass and the sampler in one
+step of fixed shapes. It must sample exactly what Hugging Face `generate` samples from the same streams."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import DynamicCache, StaticCache
+
+from training.prompting import prompt_ids
+from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, RolloutRequest, SamplingSettings
+from training.rollout.lean_decoding import lean_cache_supported
+from training.rollout.repeats import RepeatLimits
+from training.rollout.torch_engine import TorchRolloutEngine
+
+
+@pytest.fixture(scope="module")
+def warm(warm_model_dir):
+    from training.models.loading import load_model, load_tokenizer
+
+    return load_model(str(warm_model_dir)), load_tokenizer(str(warm_model_dir))
+
+
+@pytest.fixture(scope="module")
+def untrained(tiny_model_dir):
+    from training.models.loading import load_model, load_tokenizer
+
+    return load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+
+
+def engine(model, tokenizer, lean: bool, compiled: bool = False, segment_steps: int | None = 16):
+    built = TorchRolloutEngine(model, tokenizer, own_copy=compiled)  # a compiled step never touches the shared model
+    built.lean_decoding, built.compile_decoding, built.segment_steps = lean, compiled, segment_steps
+    return built
+
+
+def mixed_requests(tokenizer) -> list[RolloutRequest]:
+    """Prompts of different lengths and limits, one seeded stream per sample: rows end at their EOS, at their own
+    limit, or run to the call's longest."""
+    problems = ["2+3", "7*8-1", "9-4+6*2", "Problem: the sum of the first ten odd numbers"]
+    return [RolloutRequest(prompt_ids(problem, tokenizer), n=3, max_new_tokens=limit,
+                           sample_seeds=tuple(100 * index + sample for sample in range(3)))
+            for index, (problem, limit) in enumerate(zip(problems, (40, 9, 40, 23)))]
+
+
+def completions(built, requests, settings):
+    return [completion for group in built.generate(requests, settings) for completion in group]
+
+
+def assert_same(got, want, tolerance: float = 1e-5) -> None:
+    assert [(c.token_ids, c.finish_reason) for c in got] == [(c.token_ids, c.finish_reason) for c in want]
+    for have, expected in zip(got, want):
+        assert have.logprobs == pytest.approx(expected.logprobs, abs=tolerance)
+
+
+@pytest.mark.parametrize("temperature, top_p", [(1.0, 1.0), (0.7, 0.9), (0.0, 1.0)])
+def test_the_lean_loop_samples_what_generate_samples(warm, temperature, top_p):
+    model, tokenizer = warm
+    settings = SamplingSettings(40, temperature=temperature, top_p=top_p)
+    want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer), settings)
+    got = completions(engine(model, tokenizer, lean=True), mixed_requests(tokenizer), settings)
+    assert_same(got, want)
+    if temperature == 1.0:
+        assert {c.finish_reason for c in want} == {FINISH_STOP, FINISH_LENGTH}, "rows should end both ways here"
+        assert len({c.token_ids for c in want}) > 6, "independent streams should give different samples"
+
+
+def test_the_lean_loop_really_runs_and_drops_the_rows_that_ended(warm):
+    """Its own step runs (one query row per live row, never generate's), and rows leave between segments."""
+    model, tokenizer = warm
+    rows: list[int] = []
+    hook = model.register_forward_pre_hook(lambda module, args, kwargs: rows.append(kwargs["input_ids"].shape[0]),
+                                           with_kwargs=True)
+    try:
+        completions(engine(model, tokenizer, lean=True, segment_steps=4), mixed_requests(tokenizer),
+                    SamplingSettings(40, temperature=1.0))
+    finally:
+        hook.remove()
+    assert rows[0] == 12 and min(rows) < 12 and rows == sorted(rows, reverse=True)
+    assert len(rows) <= 40  # one forward pass a step, no prefill through the full model (bucketed prefill)
+
+
+def test_a_repeat_stop_lands_where_generate_puts_it(untrained):
+    model, tokenizer = untrained  # greedy decoding of the untrained model loops
+    requests = [RolloutRequest(prompt_ids(problem, tokenizer), n=1) for problem in ("2+3", "8-1", "6*7")]
+    settings = SamplingSettings(96, temperature=0.0, stop_repeats=RepeatLimits())
+    want = completions(engine(model, tokenizer, lean=False), requests, settings)
+    got = completions(engine(model, tokenizer, lean=True, segment_steps=8), requests, settings)
+    assert_same(got, want)
+    assert FINISH_REPEAT in {c.finish_reason for c in want}
+
+
+def test_only_a_static_cache_of_plain_layers_takes_the_lean_loop(untrained):
+    model, _ = untrained
+    assert not lean_cache_supported(None) and not lean_cache_supported(DynamicCache(config=model.config))
+    assert lean_cache_supported(StaticCache(config=model.config, max_cache_len=32))
+
+
+@pytest.mark.slow
+def test_a_compiled_lean_step_samples_what_generate_samples_and_follows_weight_updates(warm, untrained):
+    """Compiled (inductor on this CPU; CUDA graphs on a GPU) with every row kept to the call's end; after a weight
+    update it samples what the new weights sample, not what the compiled ones did."""
+    model, tokenizer = warm
+    settings = SamplingSettings(40, temperature=1.0)
+    compiled = engine(model, tokenizer, lean=True, compiled=True)
+    want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer), settings)
+    assert_same(completions(compiled, mixed_requests(tokenizer), settings), want, tolerance=1e-4)
+    assert compiled._compiled_step is not None and compiled.compiled_shapes == {(12, 256)}
+    changed, _ = untrained
+    compiled.update_weights(changed)
+    expected = completions(engine(changed, tokenizer, lean=False), mixed_requests(tokenizer), settings)
+    got = completions(compiled, mixed_requests(tokenizer), settings)
+    assert_same(got, expected, tolerance=1e-4)
+    assert [c.token_ids for c in got] != [c.token_ids for c in want]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (scripts/gpu_smoke.sh runs it)")
+def test_the_compiled_lean_step_on_the_gpu_samples_what_generate_samples(warm):
+    """CUDA graphs of the whole step; float32 on both sides so that they sample alike."""
+    model, tokenizer = warm
+    gpu = torch.device("cuda")
+    plain = TorchRolloutEngine(model, tokenizer, device=gpu, dtype=torch.float32)
+    compiled = TorchRolloutEngine(model, tokenizer, device=gpu, dtype=torch.float32)
+    compiled.lean_decoding = compiled.compile_decoding = True
+    settings = SamplingSettings(40, temperature=1.0)
+    for _ in range(2):  # the second call replays the recorded graph
+        assert_same(completions(compiled, mixed_requests(tokenizer), settings),
+                    completions(plain, mixed_requests(tokenizer), settings), tolerance=1e-3)
+
+
+def test_the_run_knob_reaches_the_engine(tiny_model_dir):
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.base import EngineSettings
+    from training.rollout.torch_engine import build
+
+    model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
+    for loop, lean in (("lean", True), ("generate", False)):
+        config = parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_loop": loop})
+        assert build(model, tokenizer, str(tiny_model_dir), EngineSettings.of_run(config)).lean_decoding is lean
+    with pytest.raises(Exception, match="rollout_loop"):
+        parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_loop": "fast"})
+
+
+def test_the_rl_loop_on_the_lean_loop_samples_and_trains_as_on_generate(warm_model_dir, tmp_path):
+    """rollout_loop lean through 3 iterations of weight updates: the same responses and losses as generate, and
+    the trainer scores what the sampler drew."""
+    from common.knobs import parse_config
+    from training.config import RLConfig
+    from training.loop import run
+    from training.tasks.arithmetic import generate
+    from training.types import PromptRecord, RunPaths, TrainingHooks
+
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]
+    reports = {}
+    for loop in ("generate", "lean"):
+        reports[loop] = []
+        config = parse_config(RLConfig, dict(model=str(warm_model_dir), iterations=3, batch_size=4,
+                                             samples_per_problem=4, max_response_tokens=24, learning_rate=1e-3,
+                                             rollout_loop=loop))
+        run(config, records, RunPaths(tmp_path / loop, tmp_path / "models"),
+            TrainingHooks(on_iteration=reports[loop].append))
+    assert [report.iteration for report in reports["lean"]] == [1, 2, 3]
+    assert all(report.extra["sampler_kl"] < 1e-6 for report in reports["lean"])
+    for lean, plain in zip(reports["lean"], reports["generate"]):
+        assert lean.tokens_generated == plain.tokens_generated and lean.train_accuracy == plain.train_accuracy
+        assert lean.loss == pytest.approx(plain.loss, rel=1e-4, abs=1e-6)
