@@ -105,21 +105,9 @@ def test_compiled_decoding_on_the_gpu_samples_what_the_dynamic_cache_samples(tin
 def test_the_rl_loop_trains_with_compiled_decoding_and_samples_what_it_scores(warm_model_dir, tmp_path):
     """rollout_compile on (the GPU default, forced on this CPU): the same responses as the dynamic cache,
     iteration after iteration of weight updates, and the trainer's log-probs agree with the sampler's."""
-    from common.knobs import parse_config
-    from training.config import RLConfig
-    from training.loop import run
-    from training.tasks.arithmetic import generate
-    from training.types import PromptRecord, RunPaths, TrainingHooks
+    from tests.training.loop_runs import reports_per_value
 
-    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]
-    reports = {}
-    for mode in ("off", "on"):
-        reports[mode] = []
-        config = parse_config(RLConfig, dict(model=str(warm_model_dir), iterations=3, batch_size=4,
-                                             samples_per_problem=4, max_response_tokens=24, learning_rate=1e-3,
-                                             rollout_compile=mode))
-        run(config, records, RunPaths(tmp_path / mode, tmp_path / "models"),
-            TrainingHooks(on_iteration=reports[mode].append))
+    reports = reports_per_value(warm_model_dir, tmp_path, "rollout_compile", ("off", "on"))
     assert [report.iteration for report in reports["on"]] == [1, 2, 3]
     assert all(report.extra["sampler_kl"] < 1e-6 for report in reports["on"])
     for compiled, plain in zip(reports["on"], reports["off"]):  # the weights moved: same samples, same updates

@@ -14,20 +14,6 @@ from training.rollout.repeats import RepeatLimits
 from training.rollout.torch_engine import TorchRolloutEngine
 
 
-@pytest.fixture(scope="module")
-def warm(warm_model_dir):
-    from training.models.loading import load_model, load_tokenizer
-
-    return load_model(str(warm_model_dir)), load_tokenizer(str(warm_model_dir))
-
-
-@pytest.fixture(scope="module")
-def untrained(tiny_model_dir):
-    from training.models.loading import load_model, load_tokenizer
-
-    return load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
-
-
 def engine(model, tokenizer, lean: bool, compiled: bool = False, segment_steps: int | None = 16):
     built = TorchRolloutEngine(model, tokenizer, own_copy=compiled)  # a compiled step never touches the shared model
     built.lean_decoding, built.compile_decoding, built.segment_steps = lean, compiled, segment_steps
@@ -143,24 +129,14 @@ def test_the_run_knob_reaches_the_engine(tiny_model_dir):
         parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_loop": "fast"})
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU check: on a GPU the trainer's bf16 autocast moves the "
+                                                      "sampler KL (the GPU step test covers the lean loop there)")
 def test_the_rl_loop_on_the_lean_loop_samples_and_trains_as_on_generate(warm_model_dir, tmp_path):
     """rollout_loop lean through 3 iterations of weight updates: the same responses and losses as generate, and
     the trainer scores what the sampler drew."""
-    from common.knobs import parse_config
-    from training.config import RLConfig
-    from training.loop import run
-    from training.tasks.arithmetic import generate
-    from training.types import PromptRecord, RunPaths, TrainingHooks
+    from tests.training.loop_runs import reports_per_value
 
-    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=2)]
-    reports = {}
-    for loop in ("generate", "lean"):
-        reports[loop] = []
-        config = parse_config(RLConfig, dict(model=str(warm_model_dir), iterations=3, batch_size=4,
-                                             samples_per_problem=4, max_response_tokens=24, learning_rate=1e-3,
-                                             rollout_loop=loop))
-        run(config, records, RunPaths(tmp_path / loop, tmp_path / "models"),
-            TrainingHooks(on_iteration=reports[loop].append))
+    reports = reports_per_value(warm_model_dir, tmp_path, "rollout_loop", ("generate", "lean"))
     assert [report.iteration for report in reports["lean"]] == [1, 2, 3]
     assert all(report.extra["sampler_kl"] < 1e-6 for report in reports["lean"])
     for lean, plain in zip(reports["lean"], reports["generate"]):

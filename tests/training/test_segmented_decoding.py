@@ -3,27 +3,12 @@ and finish reasons of one uninterrupted call, with fewer rows computed."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from training.prompting import prompt_ids
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, RolloutRequest, SamplingSettings
 from training.rollout.repeats import RepeatLimits
 from training.rollout.torch_engine import TorchRolloutEngine
-
-
-@pytest.fixture(scope="module")
-def warm(warm_model_dir):
-    from training.models.loading import load_model, load_tokenizer
-
-    return load_model(str(warm_model_dir)), load_tokenizer(str(warm_model_dir))
-
-
-@pytest.fixture(scope="module")
-def untrained(tiny_model_dir):
-    from training.models.loading import load_model, load_tokenizer
-
-    return load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
 
 
 def sample(model, tokenizer, segment_steps: int | None, requests, settings):
