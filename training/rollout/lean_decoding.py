@@ -4,8 +4,8 @@ Hugging Face `generate` spends every step on work outside the model: its logits 
 criteria, growing the attention mask and position ids, bookkeeping of finished rows. Each of those is a few
 kernel launches, which on a GPU cost more than a small model's arithmetic. Here the call decodes into a
 static KV cache (prefilled by training.rollout.bucketed_prefill) with a step function of fixed shapes: the
-forward pass of every row's last token, then the seeded inverse-CDF draw of training.rollout.token_sampler,
-so that `torch.compile` can take the whole step as one graph (on a GPU, with CUDA graphs, one launch).
+forward pass of every row's last token, then the seeded inverse-CDF draw (token_sampler.choose_tokens), so
+that `torch.compile` can take the whole step as one graph (on a GPU, with CUDA graphs, one launch).
 The attention mask never changes during the call: every cache position past the prompts is open from the
 start, and causality hides those not yet written.
 
@@ -26,7 +26,7 @@ from transformers.cache_utils import StaticLayer
 
 from training.rollout.repeats import repeating_rows
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decoded
-from training.rollout.token_sampler import processed_logprobs
+from training.rollout.token_sampler import choose_tokens, processed_logprobs
 
 CHECK_EVERY = 8  # steps between two looks at whether every row has ended
 
@@ -46,12 +46,7 @@ def sample_step(model, last_tokens: torch.Tensor, positions: torch.Tensor, mask:
     logits = model(input_ids=last_tokens, attention_mask=mask, position_ids=positions, past_key_values=cache,
                    use_cache=True, logits_to_keep=1).logits[:, -1]
     logprobs = processed_logprobs(logits.float(), temperature, top_p)
-    if uniforms is None:
-        chosen = logprobs.argmax(dim=-1, keepdim=True)
-    else:
-        cdf = logprobs.exp().double().cumsum(dim=-1)
-        target = (uniforms * cdf[:, -1]).unsqueeze(1)
-        chosen = torch.searchsorted(cdf, target, right=True).clamp(max=cdf.shape[1] - 1)
+    chosen = choose_tokens(logprobs, uniforms)
     return chosen.squeeze(1), logprobs.gather(1, chosen).squeeze(1)
 
 
@@ -90,7 +85,7 @@ def lean_decode(model, call: DecodeCall, cache: StaticCache, step=sample_step, c
                                        settings.temperature, settings.top_p)
         chosen = chosen.masked_fill(ended, call.pad_id)
         tokens[live, done], logprobs[live, done] = chosen, chosen_logprobs.float()
-        ended = ended | (chosen == call.eos_id) | (limits[live] <= done + 1)
+        ended = ended | (chosen == call.eos_id) | (limits <= done + 1)
         if settings.stop_repeats is not None:
             found = repeating_rows(tokens[live, :done + 1], settings.stop_repeats) & ~ended
             repeat_stops[live[found]] = done + 1
@@ -103,7 +98,8 @@ def lean_decode(model, call: DecodeCall, cache: StaticCache, step=sample_step, c
             keep = (~ended).nonzero().squeeze(1)
             if not len(keep):
                 break
-            live, last, positions, mask, ended = live[keep], last[keep], positions[keep], mask[keep], ended[keep]
+            live, last, positions, mask, ended, limits = (live[keep], last[keep], positions[keep], mask[keep],
+                                                          ended[keep], limits[keep])
             _select_rows(cache, keep)
     return Decoded(tokens.tolist(), logprobs.tolist(), repeat_stops.tolist())
 

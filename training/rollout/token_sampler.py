@@ -33,6 +33,17 @@ def processed_logprobs(logits: torch.Tensor, temperature: float, top_p: float) -
     return torch.log_softmax(kept, dim=-1)
 
 
+def choose_tokens(logprobs: torch.Tensor, uniforms: torch.Tensor | None) -> torch.Tensor:
+    """(rows, V) processed log-probs -> (rows, 1) chosen tokens: by inverse CDF with each row's uniform in [0, 1)
+    ((rows,) float64), the first token whose cumulative mass exceeds it (never one of probability 0); argmax when
+    uniforms is None (greedy)."""
+    if uniforms is None:
+        return logprobs.argmax(dim=-1, keepdim=True)
+    cdf = logprobs.exp().double().cumsum(dim=-1)
+    target = (uniforms * cdf[:, -1]).unsqueeze(1)
+    return torch.searchsorted(cdf, target, right=True).clamp(max=cdf.shape[1] - 1)
+
+
 def row_uniforms(seeds: Sequence[int | None], steps: int, device: torch.device) -> torch.Tensor:
     """(rows, steps) float64 uniforms in [0, 1): row r from torch.Generator(seeds[r]); None rows unseeded."""
     table = torch.empty((len(seeds), steps), dtype=torch.float64)
@@ -60,14 +71,8 @@ class SeededTokenSampler(LogitsProcessor):
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         logprobs = processed_logprobs(scores.float(), self.temperature, self.top_p)
-        if self.uniforms is None:
-            chosen = logprobs.argmax(dim=-1, keepdim=True)  # (rows, 1)
-        else:
-            step = input_ids.shape[1] - self.prompt_width
-            cdf = logprobs.exp().double().cumsum(dim=-1)  # (rows, V)
-            target = (self.uniforms[:, step] * cdf[:, -1]).unsqueeze(1)
-            # the first token whose cumulative mass exceeds the target: never a token of probability 0
-            chosen = torch.searchsorted(cdf, target, right=True).clamp(max=cdf.shape[1] - 1)
+        step = input_ids.shape[1] - self.prompt_width
+        chosen = choose_tokens(logprobs, None if self.uniforms is None else self.uniforms[:, step])
         self.step_logprobs.append(logprobs.gather(1, chosen).squeeze(1))
         return torch.full_like(scores, float("-inf")).scatter(1, chosen, 0.0)
 
