@@ -77,6 +77,12 @@ def test_a_cache_of_the_batch_width_holds_each_bucket_left_padded(engine):
     assert isinstance(static, StaticCache) and static.layers[0].keys.shape[2] == 15  # the prompts' width + 5
     assert torch.equal(static.layers[0].keys[:, :, :9], keys) and (static.layers[0].keys[:, :, 9:] == 0).all()
     assert int(static.get_seq_length()) == 9  # generate resumes at the last prompt token
+    static.layers[0].keys[:, :, 9:] = 1.0  # what a decoded call left behind
+    address = static.layers[0].keys.data_ptr()
+    again = bucketed_prefill(engine.model, ids, attention, [10, 4, 9], static_room=5, reuse=static)
+    assert again is static and static.layers[0].keys.data_ptr() == address  # filled in place
+    assert torch.equal(static.layers[0].keys[:, :, :9], keys) and (static.layers[0].keys[:, :, 9:] == 0).all()
+    assert int(static.get_seq_length()) == 9
     assert isinstance(bucketed_prefill(engine.model, ids[[0, 2]], attention[[0, 2]], [10, 9], static_room=5),
                       StaticCache)  # a static cache is prefilled even for one bucket
     engine.model.generation_config.cache_implementation = "static"  # a model that names its own cache

@@ -25,7 +25,7 @@ def test_the_run_knob_reaches_the_engine(tiny_model_dir):
     from training.rollout.torch_engine import build
 
     model, tokenizer = load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir))
-    for mode, compiled in (("on", True), ("off", False), ("auto", False)):  # auto: this CPU compiles nothing
+    for mode, compiled in (("on", True), ("off", False), ("auto", torch.cuda.is_available())):  # auto: GPUs only
         config = parse_config(RLConfig, {"model": str(tiny_model_dir), "rollout_compile": mode})
         assert build(model, tokenizer, str(tiny_model_dir), EngineSettings.of_run(config)).compile_decoding is compiled
     with pytest.raises(Exception, match="rollout_compile"):

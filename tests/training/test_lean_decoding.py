@@ -9,7 +9,7 @@ from transformers import DynamicCache, StaticCache
 
 from training.prompting import prompt_ids
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, RolloutRequest, SamplingSettings
-from training.rollout.lean_decoding import lean_cache_supported
+from training.rollout.lean_decoding import lean_cache_supported, lean_decode
 from training.rollout.repeats import RepeatLimits
 from training.rollout.torch_engine import TorchRolloutEngine
 
@@ -83,6 +83,20 @@ def test_only_a_static_cache_of_plain_layers_takes_the_lean_loop(untrained):
 
 
 @pytest.mark.slow
+def test_a_call_the_lean_loop_cannot_take_decodes_with_generate_and_says_so(warm, caplog):
+    model, tokenizer = warm
+    settings = SamplingSettings(40, temperature=1.0)
+    want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer), settings)
+    unprefilled = engine(model, tokenizer, lean=True)
+    unprefilled.bucket_prefill = False  # no prefilled static cache: generate decodes the call
+    with caplog.at_level("WARNING", logger="training.rollout.torch_engine"):
+        assert_same(completions(unprefilled, mixed_requests(tokenizer), settings), want)
+        completions(unprefilled, mixed_requests(tokenizer), settings)
+    assert [record.message for record in caplog.records].count(
+        "torch engine: rollout_loop lean needs a static cache of full-attention layers and no images; this "
+        "model's calls decode with generate") == 1
+
+
 def test_a_compiled_lean_step_samples_what_generate_samples_and_follows_weight_updates(warm, untrained):
     """Compiled (inductor on this CPU; CUDA graphs on a GPU) with every row kept to the call's end; after a weight
     update it samples what the new weights sample, not what the compiled ones did."""
@@ -92,17 +106,41 @@ def test_a_compiled_lean_step_samples_what_generate_samples_and_follows_weight_u
     want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer), settings)
     assert_same(completions(compiled, mixed_requests(tokenizer), settings), want, tolerance=1e-4)
     assert compiled._compiled_step is not None and compiled.compiled_shapes == {(12, 256)}
+    kept_cache, kept_tokens = compiled._kept.cache, compiled._kept.state.tokens
     changed, _ = untrained
     compiled.update_weights(changed)
     expected = completions(engine(changed, tokenizer, lean=False), mixed_requests(tokenizer), settings)
     got = completions(compiled, mixed_requests(tokenizer), settings)
     assert_same(got, expected, tolerance=1e-4)
     assert [c.token_ids for c in got] != [c.token_ids for c in want]
+    # the second call of the same shape decoded in the first one's cache and buffers (a CUDA graph's addresses)
+    assert compiled._kept.cache is kept_cache and compiled._kept.state.tokens is kept_tokens
+
+
+def test_kept_buffers_follow_the_call_shape_and_leave_for_training(warm):
+    """A compiled call of another shape replaces the kept cache (freed first); release_for_training drops it."""
+    model, tokenizer = warm
+    settings = SamplingSettings(12, temperature=1.0)
+    compiled = engine(model, tokenizer, lean=True, compiled=True)
+    completions(compiled, mixed_requests(tokenizer), settings)
+    first = compiled._kept.cache
+    assert compiled._kept.nbytes() == sum(layer.keys.nbytes + layer.values.nbytes for layer in first.layers) > 0
+    want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer)[:2], settings)
+    assert_same(completions(compiled, mixed_requests(tokenizer)[:2], settings), want, tolerance=1e-4)
+    assert compiled._kept.cache is not first and compiled._kept.state.tokens.shape[0] == 6
+    compiled.release_for_training()
+    assert compiled._kept.cache is None and compiled._kept.nbytes() == 0
+    assert_same(completions(compiled, mixed_requests(tokenizer)[:2], settings), want, tolerance=1e-4)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (scripts/gpu_smoke.sh runs it)")
-def test_the_compiled_lean_step_on_the_gpu_samples_what_generate_samples(warm):
+def test_the_compiled_lean_step_on_the_gpu_samples_what_generate_samples(warm, monkeypatch):
     """CUDA graphs of the whole step; float32 on both sides so that they sample alike."""
+    import training.rollout.torch_engine as torch_engine
+
+    lean_calls = []
+    monkeypatch.setattr(torch_engine, "lean_decode",
+                        lambda *arguments, **options: lean_calls.append(1) or lean_decode(*arguments, **options))
     model, tokenizer = warm
     gpu = torch.device("cuda")
     plain = TorchRolloutEngine(model, tokenizer, device=gpu, dtype=torch.float32)
@@ -112,6 +150,7 @@ def test_the_compiled_lean_step_on_the_gpu_samples_what_generate_samples(warm):
     for _ in range(2):  # the second call replays the recorded graph
         assert_same(completions(compiled, mixed_requests(tokenizer), settings),
                     completions(plain, mixed_requests(tokenizer), settings), tolerance=1e-3)
+    assert lean_calls  # the lean loop decoded, not generate
 
 
 def test_the_run_knob_reaches_the_engine(tiny_model_dir):

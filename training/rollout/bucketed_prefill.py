@@ -33,11 +33,12 @@ def length_buckets(lengths: list[int], ratio: float = BUCKET_RATIO) -> list[list
 
 @torch.no_grad()
 def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor, lengths: list[int],
-                     static_room: int | None = None) -> Cache | None:
+                     static_room: int | None = None, reuse: StaticCache | None = None) -> Cache | None:
     """The cache of every row's prompt but its last token, (rows, width - 1) positions, prefilled by bucket.
 
     input_ids, attention: (rows, width) left-padded prompts; lengths: each row's prompt length; static_room:
-    new tokens a static cache must hold past the prompts (None: a dynamic cache). None when the model's
+    new tokens a static cache must hold past the prompts (None: a dynamic cache); reuse: a static cache of
+    that shape to fill again instead of a new one (its tensors keep their addresses). None when the model's
     cache is not plain full attention, or when one bucket holds every row and no static cache is asked for:
     then generate's own prefill wastes nothing worth a second pass.
     """
@@ -45,8 +46,12 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor, le
     if len(buckets) == 1 and static_room is None:
         return None
     rows, width = input_ids.shape
-    cache = DynamicCache(config=model.config) if static_room is None else \
-        StaticCache(config=model.config, max_cache_len=width + static_room)
+    if reuse is not None and static_room is not None:
+        reuse.reset()
+        cache = reuse
+    else:
+        cache = DynamicCache(config=model.config) if static_room is None else \
+            StaticCache(config=model.config, max_cache_len=width + static_room)
     if not _plain_cache(model, cache):
         return None
     keys: list[torch.Tensor | None] = []

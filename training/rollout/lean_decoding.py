@@ -9,8 +9,11 @@ that `torch.compile` can take the whole step as one graph (on a GPU, with CUDA g
 The attention mask never changes during the call: every cache position past the prompts is open from the
 start, and causality hides those not yet written.
 
-Rows that ended (end of sequence, their own token limit, a repeat stop) are padded from then on. The loop
-asks whether every row has ended only every `check_every` steps, so the host waits on the device that often.
+The step also does the call's bookkeeping, in place on buffers of fixed addresses (RowState): it writes
+each row's token and log-prob, marks rows that ended (end of sequence, their own token limit) and moves every
+row on, so that a compiled step on a GPU is one CUDA graph replay and nothing else. Rows that ended are padded
+from then on. The loop asks whether every row has ended only every `check_every` steps, so the host waits on
+the device that often; repeat stops, when asked for, are looked for outside the step.
 Uncompiled, the rows that ended leave the batch every `segment_steps` steps (as in segmented decoding); a
 compiled step keeps every row to the end, since each new row count would be a new graph.
 
@@ -19,6 +22,8 @@ per-row streams (tests/training/test_lean_decoding.py).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from transformers import StaticCache
@@ -29,6 +34,26 @@ from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decod
 from training.rollout.token_sampler import choose_tokens, processed_logprobs
 
 CHECK_EVERY = 8  # steps between two looks at whether every row has ended
+
+
+class RowState(NamedTuple):
+    """A call's per-row state, which the step reads and updates in place. `live` indexes the rows still in the
+    batch into the call's rows (tokens, logprobs, uniforms); the other per-row tensors hold live rows only."""
+
+    live: torch.Tensor  # (live,) long
+    last: torch.Tensor  # (live, 1) each row's last token
+    positions: torch.Tensor  # (live, 1) that token's position
+    mask: torch.Tensor  # (live, cache positions) the attention mask, fixed for the call
+    ended: torch.Tensor  # (live,) bool
+    limits: torch.Tensor  # (live,) each row's new-token limit
+    uniforms: torch.Tensor | None  # (rows, longest) float64 stream of each row; None = greedy
+    tokens: torch.Tensor  # (rows, longest) chosen tokens, pad after a row's end
+    logprobs: torch.Tensor  # (rows, longest) float32
+    done: torch.Tensor  # () steps taken
+
+    def key(self) -> tuple:
+        """What a reused state must match: rows, cache positions, longest limit, greedy or not."""
+        return (*self.mask.shape, self.tokens.shape[1], self.uniforms is None)
 
 
 def lean_cache_supported(cache) -> bool:
@@ -50,58 +75,136 @@ def sample_step(model, last_tokens: torch.Tensor, positions: torch.Tensor, mask:
     return chosen.squeeze(1), logprobs.gather(1, chosen).squeeze(1)
 
 
+def decode_step(model, state: RowState, cache, temperature: float, top_p: float, pad_id: int, eos_id: int) -> None:
+    """One step of every live row, its bookkeeping included, in place on `state` and `cache`."""
+    done = state.done
+    column = done.view(1)  # a 1-element index: a 0-d one would be read back to the host as a number
+    uniforms = None if state.uniforms is None else state.uniforms[state.live, column]
+    chosen, chosen_logprobs = sample_step(model, state.last, state.positions, state.mask, cache, uniforms,
+                                          temperature, top_p)
+    chosen = chosen.masked_fill(state.ended, pad_id)
+    state.tokens[state.live, column] = chosen
+    state.logprobs[state.live, column] = chosen_logprobs.float()
+    state.ended.logical_or_((chosen == eos_id) | (state.limits <= done + 1))
+    state.last.copy_(chosen.unsqueeze(1))
+    state.positions.add_(1)
+    done.add_(1)
+
+
 def compiled_step(device: torch.device):
-    """sample_step compiled: CUDA graphs on a GPU (reduce-overhead), inductor's code on a CPU."""
+    """decode_step compiled: CUDA graphs on a GPU (reduce-overhead), inductor's code on a CPU."""
     mode = "reduce-overhead" if device.type == "cuda" else None
-    return torch.compile(sample_step, mode=mode, dynamic=False)
+    return torch.compile(decode_step, mode=mode, dynamic=False)
+
+
+def row_state(call: DecodeCall, cache_positions: int, reuse: RowState | None = None) -> RowState:
+    """The call's starting state; written into `reuse` when its shapes fit (a compiled step's CUDA graph then
+    replays on the same addresses instead of recording anew), else new tensors."""
+    rows, width = call.input_ids.shape
+    device = call.input_ids.device
+    mask = call.attention.new_ones((rows, cache_positions))
+    mask[:, :width] = call.attention  # positions past the prompts: open, hidden by causality until written
+    fresh = RowState(
+        live=torch.arange(rows, device=device),
+        last=call.input_ids[:, -1:].clone(),
+        positions=(call.attention.sum(dim=1, keepdim=True) - 1).clamp(min=0),  # as generate numbers the rows
+        mask=mask, ended=torch.zeros(rows, dtype=torch.bool, device=device),
+        limits=torch.tensor(call.row_limits, device=device),
+        uniforms=call.uniforms,
+        tokens=torch.full((rows, max(call.row_limits)), call.pad_id, dtype=torch.long, device=device),
+        logprobs=torch.zeros((rows, max(call.row_limits)), dtype=torch.float32, device=device),
+        done=torch.zeros((), dtype=torch.long, device=device))
+    if reuse is None or reuse.key() != fresh.key():
+        return fresh
+    for kept, new in zip(reuse, fresh):
+        if kept is not None:
+            kept.copy_(new)
+    return reuse
+
+
+def mark_static(state: RowState) -> None:
+    """Tell torch.compile that these buffers keep their addresses from call to call (no copies into the graph)."""
+    for tensor in state:
+        if tensor is not None:
+            torch._dynamo.mark_static_address(tensor)
+
+
+class KeptBuffers:
+    """A compiled call's static cache and row state, kept for the next call of the same shape, whose CUDA graph
+    then replays on the same addresses. New addresses would make torch record the graph again, and it keeps
+    every recording, looking through them at each step."""
+
+    def __init__(self) -> None:
+        self.cache: StaticCache | None = None
+        self.state: RowState | None = None
+
+    def cache_for(self, rows: int, positions: int) -> StaticCache | None:
+        """The kept cache if it holds `rows` x `positions`; otherwise what is kept is dropped (freed before a
+        call allocates anew) and None is returned."""
+        layer = self.cache.layers[0] if self.cache is not None else None
+        if layer is not None and layer.is_initialized and layer.keys.shape[0] == rows \
+                and layer.max_cache_len == positions:
+            return self.cache
+        self.drop()
+        return None
+
+    def state_for(self, call: DecodeCall, cache: StaticCache) -> RowState:
+        """The call's row state, in the kept buffers when they fit; what it returns is kept with `cache`."""
+        reuse = self.state if cache is self.cache else None
+        state = row_state(call, cache.layers[0].max_cache_len, reuse)
+        if state is not reuse:
+            mark_static(state)
+        self.cache, self.state = cache, state
+        return state
+
+    def nbytes(self) -> int:
+        """Device bytes held by the kept cache."""
+        if self.cache is None:
+            return 0
+        return sum(tensor.numel() * tensor.element_size() for layer in self.cache.layers if layer.is_initialized
+                   for tensor in (layer.keys, layer.values))
+
+    def drop(self) -> None:
+        self.cache = self.state = None
 
 
 @torch.no_grad()
-def lean_decode(model, call: DecodeCall, cache: StaticCache, step=sample_step, check_every: int = CHECK_EVERY,
-                segment_steps: int | None = SEGMENT_STEPS) -> Decoded:
+def lean_decode(model, call: DecodeCall, cache: StaticCache, step=decode_step, check_every: int = CHECK_EVERY,
+                segment_steps: int | None = SEGMENT_STEPS, state: RowState | None = None) -> Decoded:
     """Every row's tokens, decoded from `cache` (a static cache holding every prompt but its last token).
 
-    step: sample_step or its compiled form (then give segment_steps None: the rows stay to the end).
+    step: decode_step or its compiled form (then give segment_steps None: the rows stay to the end);
+    state: the call's row_state (made here when None).
     """
-    rows, width = call.input_ids.shape
-    device = call.input_ids.device
-    longest = max(call.row_limits)
+    state = state or row_state(call, cache.layers[0].max_cache_len)
     settings = call.settings
-    tokens = torch.full((rows, longest), call.pad_id, dtype=torch.long, device=device)
-    logprobs = torch.zeros((rows, longest), dtype=torch.float32, device=device)
-    repeat_stops = torch.full((rows,), -1, dtype=torch.long, device=device)
-    live = torch.arange(rows, device=device)
-    limits = torch.tensor(call.row_limits, device=device)
-    mask = call.attention.new_ones((rows, cache.layers[0].max_cache_len))
-    mask[:, :width] = call.attention  # positions past the prompts: open, hidden by causality until written
-    positions = (call.attention.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # as generate numbers left-padded rows
-    last, ended = call.input_ids[:, -1:], torch.zeros(rows, dtype=torch.bool, device=device)
-    graphs = step is not sample_step and device.type == "cuda"  # CUDA graphs: a new replay every step
+    longest = state.tokens.shape[1]
+    repeat_stops = torch.full((len(state.tokens),), -1, dtype=torch.long, device=state.tokens.device)
+    graphs = step is not decode_step and state.tokens.device.type == "cuda"  # CUDA graphs: a new replay a step
     for done in range(longest):
-        uniforms = None if call.uniforms is None else call.uniforms[live, done]
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        chosen, chosen_logprobs = step(model, last, positions + done, mask, cache, uniforms,
-                                       settings.temperature, settings.top_p)
-        chosen = chosen.masked_fill(ended, call.pad_id)
-        tokens[live, done], logprobs[live, done] = chosen, chosen_logprobs.float()
-        ended = ended | (chosen == call.eos_id) | (limits <= done + 1)
+        step(model, state, cache, settings.temperature, settings.top_p, call.pad_id, call.eos_id)
         if settings.stop_repeats is not None:
-            found = repeating_rows(tokens[live, :done + 1], settings.stop_repeats) & ~ended
-            repeat_stops[live[found]] = done + 1
-            ended = ended | found
-        last = chosen.unsqueeze(1)
+            found = repeating_rows(state.tokens[state.live, :done + 1], settings.stop_repeats) & ~state.ended
+            repeat_stops[state.live[found]] = done + 1
+            state.ended.logical_or_(found)
         if (done + 1) % check_every == 0 or done + 1 == longest:
-            if bool(ended.all()):
+            if bool(state.ended.all()):
                 break
-        if segment_steps and (done + 1) % segment_steps == 0 and bool(ended.any()):
-            keep = (~ended).nonzero().squeeze(1)
+        if segment_steps and (done + 1) % segment_steps == 0 and bool(state.ended.any()):
+            keep = (~state.ended).nonzero().squeeze(1)
             if not len(keep):
                 break
-            live, last, positions, mask, ended, limits = (live[keep], last[keep], positions[keep], mask[keep],
-                                                          ended[keep], limits[keep])
+            state = _keep_rows(state, keep)
             _select_rows(cache, keep)
-    return Decoded(tokens.tolist(), logprobs.tolist(), repeat_stops.tolist())
+    return Decoded(state.tokens.tolist(), state.logprobs.tolist(), repeat_stops.tolist())
+
+
+def _keep_rows(state: RowState, keep: torch.Tensor) -> RowState:
+    """The state of the `keep` live rows only (an uncompiled step only: new shapes)."""
+    return state._replace(live=state.live[keep], last=state.last[keep], positions=state.positions[keep],
+                          mask=state.mask[keep], ended=state.ended[keep], limits=state.limits[keep])
 
 
 def _select_rows(cache: StaticCache, keep: torch.Tensor) -> None:

@@ -21,11 +21,12 @@ from training.rollout.base import (
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.bucketed_prefill import bucketed_prefill
-from training.rollout.lean_decoding import compiled_step, lean_cache_supported, lean_decode, sample_step
+from training.rollout.lean_decoding import (KeptBuffers, compiled_step, decode_step, lean_cache_supported,
+                                            lean_decode)
 from training.rollout.placement import (
     batch_sequences_for_memory, compiles_decoding, sampling_device, sampling_dtype,
 )
-from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, decode
+from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decoded, decode
 from training.rollout.token_sampler import row_uniforms
 from training.rollout.vision import VisionInputs, VisionPrompt, check_image_requests, vision_inputs_for
 
@@ -62,6 +63,8 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.compile_decoding = False  # decode into a static cache with a compiled step
         self.lean_decoding = False  # decode in our own loop (rollout.lean_decoding), not Hugging Face generate
         self._compiled_step = None  # the lean loop's compiled step, made at its first call
+        self._warned_lean_fallback = False
+        self._kept = KeptBuffers()  # a compiled lean call's cache and rows, for the next call of its shape
         self.compiled_shapes: set[tuple[int, int]] = set()  # (rows, cache positions) of compiled calls so far
 
     @torch.no_grad()
@@ -71,7 +74,11 @@ class TorchRolloutEngine(SharedDeviceEngine):
         else:
             self.model = model
 
+    def release_for_training(self) -> None:
+        self._kept.drop()  # the trainer may need the memory; the next call allocates again
+
     def close(self) -> None:
+        self._kept.drop()
         self.model = None
 
     def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
@@ -115,7 +122,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
             return CPU_BATCH_SEQUENCES
         longest = max(len(requests[index].prompt_ids) for index in chunk) + max(limits[index] for index in chunk)
         free_bytes, _ = torch.cuda.mem_get_info(self.device)
-        return batch_sequences_for_memory(self.model.config, longest, free_bytes, self.dtype)
+        return batch_sequences_for_memory(self.model.config, longest, free_bytes + self._kept.nbytes(), self.dtype)
 
     @torch.no_grad()
     def _generate_batch(self, requests: list[RolloutRequest], settings: SamplingSettings,
@@ -142,14 +149,14 @@ class TorchRolloutEngine(SharedDeviceEngine):
         was_training = self.model.training
         self.model.eval()
         try:
+            reuse = self._kept.cache_for(len(rows), width + room) if self._keeps_buffers() else None
             prefilled = None if self.vision is not None or not self.bucket_prefill else \
                 bucketed_prefill(self.model, input_ids, attention, [len(row) for row in rows],
-                                 static_room=room)
+                                 static_room=room, reuse=reuse)
             if self.compile_decoding and isinstance(prefilled, StaticCache):
                 self._note_compiled_shape(len(rows), width + room)
-            if self.lean_decoding and lean_cache_supported(prefilled):
-                decoded = lean_decode(self.model, call, prefilled, self._lean_step(),
-                                      segment_steps=None if self.compile_decoding else self.segment_steps)
+            if self.lean_decoding and self._lean_applies(prefilled):
+                decoded = self._lean_decode(call, prefilled)
             else:  # images go in with the prompts: such a call decodes in one segment
                 decoded = decode(self.model, call, prefilled, None if vision else self.segment_steps,
                                  {**vision, **self._compile_options()})
@@ -170,13 +177,29 @@ class TorchRolloutEngine(SharedDeviceEngine):
             return -(-(width + new_tokens) // STATIC_CACHE_STEP) * STATIC_CACHE_STEP - width
         return new_tokens if self.lean_decoding or self._decodes_in_place(width, new_tokens) else None
 
-    def _lean_step(self):
-        """The lean loop's step: compiled once per engine when decoding is compiled, else plain."""
+    def _lean_applies(self, prefilled) -> bool:
+        """Whether this call can decode in the lean loop; says once in the log when it cannot (images, or a
+        cache that is not plain static full attention), so that a run asking for it knows it got generate."""
+        if lean_cache_supported(prefilled):
+            return True
+        if not self._warned_lean_fallback:
+            self._warned_lean_fallback = True
+            logger.warning("torch engine: rollout_loop lean needs a static cache of full-attention layers and no "
+                           "images; this model's calls decode with generate")
+        return False
+
+    def _keeps_buffers(self) -> bool:
+        """Compiled lean calls keep their cache and rows for the next call of the same shape."""
+        return self.lean_decoding and self.compile_decoding and self.vision is None
+
+    def _lean_decode(self, call: DecodeCall, cache: StaticCache) -> Decoded:
+        """The call decoded in the lean loop: compiled (every row to the end, in kept buffers), or plain."""
         if not self.compile_decoding:
-            return sample_step
+            return lean_decode(self.model, call, cache, decode_step, segment_steps=self.segment_steps)
         if self._compiled_step is None:
             self._compiled_step = compiled_step(self.device)
-        return self._compiled_step
+        return lean_decode(self.model, call, cache, self._compiled_step, segment_steps=None,
+                           state=self._kept.state_for(call, cache))
 
     def _note_compiled_shape(self, rows: int, positions: int) -> None:
         """Say in the log when a compiled call has a shape not seen before: it compiles or records first."""
