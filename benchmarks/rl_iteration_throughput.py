@@ -32,8 +32,9 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--rollout-compile", choices=("auto", "on", "off"), default="auto",
                         help="the run's rollout_compile (auto: compiled decoding on a GPU)")
-    parser.add_argument("--rollout-loop", choices=("generate", "lean"), default="generate",
-                        help="the run's rollout_loop (lean: the torch engine's own decoding loop)")
+    parser.add_argument("--rollout-loop", choices=("auto", "generate", "lean"), default="auto",
+                        help="the run's rollout_loop (lean: the torch engine's own decoding loop; auto: lean "
+                             "where decoding is compiled)")
     return parser.parse_args()
 
 

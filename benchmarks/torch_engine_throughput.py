@@ -71,9 +71,10 @@ def main() -> None:
 
 
 def new_shapes(engine, requests, settings) -> None:
-    """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order: an RL run's calls change
-    their row count, and each new one may recompile or record a new CUDA graph."""
-    engine.compile_decoding, engine.lean_decoding = True, False
+    """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order, on the lean loop (the GPU
+    default): an RL run's calls change their row count; the second shape compiles the step with symbolic
+    shapes, later ones reuse it, and on a GPU each new count records a CUDA graph."""
+    engine.compile_decoding, engine.lean_decoding = True, True
     for count in (len(requests) * 3 // 4, len(requests) // 2 + 1, len(requests)):
         started = time.perf_counter()
         groups = engine.generate(requests[:count], settings)

@@ -103,11 +103,12 @@ def test_compiled_decoding_on_the_gpu_samples_what_the_dynamic_cache_samples(tin
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU check: on a GPU the trainer's bf16 autocast moves the "
                                                       "sampler KL (the GPU engine test covers compiled decoding there)")
 def test_the_rl_loop_trains_with_compiled_decoding_and_samples_what_it_scores(warm_model_dir, tmp_path):
-    """rollout_compile on (the GPU default, forced on this CPU): the same responses as the dynamic cache,
-    iteration after iteration of weight updates, and the trainer's log-probs agree with the sampler's."""
+    """rollout_compile on (the GPU default, forced on this CPU) with generate's loop: the same responses as the
+    dynamic cache, iteration after iteration of weight updates, and the trainer's log-probs agree with the
+    sampler's. (The lean loop's compiled sampler is checked in test_lean_decoding.py.)"""
     from tests.training.loop_runs import reports_per_value
 
-    reports = reports_per_value(warm_model_dir, tmp_path, "rollout_compile", ("off", "on"))
+    reports = reports_per_value(warm_model_dir, tmp_path, "rollout_compile", ("off", "on"), rollout_loop="generate")
     assert [report.iteration for report in reports["on"]] == [1, 2, 3]
     assert all(report.extra["sampler_kl"] < 1e-6 for report in reports["on"])
     for compiled, plain in zip(reports["on"], reports["off"]):  # the weights moved: same samples, same updates

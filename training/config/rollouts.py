@@ -14,7 +14,7 @@ ROLLOUT_ENGINES = tuple(rollout_engines.entries)
 HYBRID_RELEASE_MODES = ("restart", "sleep")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
 ROLLOUT_COMPILE_MODES = ("auto", "on", "off")
-ROLLOUT_LOOPS = ("generate", "lean")
+ROLLOUT_LOOPS = ("auto", "generate", "lean")
 
 
 @dataclass(frozen=True)
@@ -107,10 +107,11 @@ class RolloutSection:
         choices=ROLLOUT_COMPILE_MODES,
     )
     rollout_loop: str = knob(
-        "generate",
+        "auto",
         "torch engine: the decoding loop; generate = Hugging Face generate; lean = the engine's own "
-        "loop over a static KV cache, whose step (forward pass and sampler) rollout_compile compiles "
-        "as one graph. Both sample the same tokens from the same streams.",
+        "loop over a static KV cache, whose step (forward pass, sampler and bookkeeping) rollout_compile "
+        "compiles as one graph; auto = lean where decoding is compiled (a GPU by default), else generate. "
+        "Both sample the same tokens from the same streams.",
         group="rollouts",
         choices=ROLLOUT_LOOPS,
     )

@@ -62,7 +62,7 @@ class EngineSettings:
 
     seed: the engine's own seed (vLLM); max_model_len: the context window (None = the model's own);
     rollout_dtype: auto, float32, bfloat16 or float16; rollout_compile: auto, on or off and
-    rollout_loop: generate or lean (torch engine);
+    rollout_loop: auto, generate or lean (torch engine);
     hybrid_release and vllm_sidecar_socket: vllm-hybrid only;
     own_weights: sample from a copy of the weights that only update_weights changes (rollouts that overlap
     training must not see the optimizer's half-done steps).
@@ -72,7 +72,7 @@ class EngineSettings:
     max_model_len: int | None = None
     rollout_dtype: str = "auto"
     rollout_compile: str = "auto"
-    rollout_loop: str = "generate"
+    rollout_loop: str = "auto"
     hybrid_release: str = "restart"
     vllm_sidecar_socket: str | None = None
     own_weights: bool = False

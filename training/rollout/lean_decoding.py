@@ -92,9 +92,13 @@ def decode_step(model, state: RowState, cache, temperature: float, top_p: float,
 
 
 def compiled_step(device: torch.device):
-    """decode_step compiled: CUDA graphs on a GPU (reduce-overhead), inductor's code on a CPU."""
+    """decode_step compiled: CUDA graphs on a GPU (reduce-overhead), inductor's code on a CPU.
+
+    The first shape compiles static; a second makes the rows and cache positions symbolic (automatic dynamic
+    shapes), so calls of other row counts reuse that code instead of compiling each anew: with static shapes
+    every new count took a compilation, and after torch's 8 the step silently ran uncompiled."""
     mode = "reduce-overhead" if device.type == "cuda" else None
-    return torch.compile(decode_step, mode=mode, dynamic=False)
+    return torch.compile(decode_step, mode=mode, dynamic=None)
 
 
 def row_state(call: DecodeCall, cache_positions: int, reuse: RowState | None = None) -> RowState:

@@ -24,7 +24,7 @@ from training.rollout.bucketed_prefill import bucketed_prefill
 from training.rollout.lean_decoding import (KeptBuffers, compiled_step, decode_step, lean_cache_supported,
                                             lean_decode)
 from training.rollout.placement import (
-    batch_sequences_for_memory, compiles_decoding, sampling_device, sampling_dtype,
+    batch_sequences_for_memory, compiles_decoding, decodes_lean, sampling_device, sampling_dtype,
 )
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decoded, decode
 from training.rollout.token_sampler import row_uniforms
@@ -252,5 +252,5 @@ def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=N
                                 dtype=dtype, own_copy=settings.own_weights)
     engine.compile_decoding = compiles_decoding(settings.rollout_compile, device, settings.own_weights) \
         and engine.vision is None
-    engine.lean_decoding = settings.rollout_loop == "lean"
+    engine.lean_decoding = decodes_lean(settings.rollout_loop, engine.compile_decoding)
     return engine
