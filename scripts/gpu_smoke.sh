@@ -5,6 +5,9 @@
 #
 #   bash scripts/gpu_smoke.sh                  # installs through scripts/setup.sh (vllm on GPU hosts), then runs
 #   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
+#   bash scripts/gpu_smoke.sh --quick          # a short lease (under 9 minutes on one H200): each stage stops at
+#                                              # its time limit, the decoding files' GPU tests only, the lean loop
+#                                              # against compiled generate, 2 RL iterations
 #
 # MIRRORLAB_GPU_SMOKE=1 tells the tests to use CUDA and NCCL and to leave out their CPU workarounds.
 # Logs, JUnit XML and the benchmark's outputs go to $SMOKE_OUT (default test-artifacts/gpu-smoke).
@@ -12,13 +15,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 install=1
+quick=0
 for argument in "$@"; do
   case "$argument" in
     --no-install) install=0 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
-    *) echo "gpu_smoke: unknown argument '$argument' (expected --no-install)" >&2; exit 64 ;;
+    --quick) quick=1 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    *) echo "gpu_smoke: unknown argument '$argument' (expected --no-install or --quick)" >&2; exit 64 ;;
   esac
 done
+# --quick: each stage stops after its seconds (timeout 0 = no limit) and reports what it finished
+tests_seconds=0 engine_seconds=0 rl_seconds=0
+engine_variants=compiled,lean-compiled,new-shapes,segments
+rl_arguments=${SMOKE_RL_ARGS:-}
+if [ "$quick" = 1 ]; then
+  tests_seconds=120 engine_seconds=200 rl_seconds=150
+  engine_variants=lean-compiled,compiled
+  rl_arguments=${SMOKE_RL_ARGS:---iterations 2}
+fi
 
 no_gpu() {
   echo "gpu_smoke: FAILED: no usable NVIDIA GPU: $1" >&2
@@ -55,8 +69,17 @@ test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py te
 [ ${#test_files[@]} -gt 0 ] || { echo "gpu_smoke: FAILED: no Megatron or vLLM test files found" >&2; exit 1; }
 
 status=0
+decoding_tests=()  # --quick: the decoding files' GPU tests first, on their own (the CPU ones compile on the CPU)
+if [ "$quick" = 1 ]; then
+  decoding_tests=(tests/training/test_compiled_decoding.py tests/training/test_lean_decoding.py)
+  test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py tests/training/test_vllm_*.py
+              tests/training/test_rollout_placement.py tests/training/test_loop_vllm.py)
+  echo "== GPU decoding tests: ${decoding_tests[*]}"
+  timeout "$tests_seconds" "$python" -m pytest "${decoding_tests[@]}" -k "gpu or knob_reaches" -q -rs \
+    -p no:cacheprovider --junitxml "$out/tests_decoding.xml" 2>&1 | tee "$out/tests_decoding.log" || status=1
+fi
 echo "== tests (MIRRORLAB_GPU_SMOKE=1): ${test_files[*]}"
-"$python" -m pytest "${test_files[@]}" -q -rs -p no:cacheprovider --junitxml "$out/tests.xml" \
+timeout "$tests_seconds" "$python" -m pytest "${test_files[@]}" -q -rs -p no:cacheprovider --junitxml "$out/tests.xml" \
   2>&1 | tee "$out/tests.log" || status=1
 
 # Both release modes: restart (a fresh vLLM process each time) and sleep (vLLM's GPU-only sleep mode); without
@@ -69,29 +92,36 @@ for release in restart sleep; do
     continue
   fi
   echo "== train <-> rollout switch benchmark, hybrid_release $release"
-  "$python" benchmarks/hybrid_switch.py --release "$release" 2>&1 | tee "$out/hybrid_switch_$release.txt" || status=1
+  timeout "$rl_seconds" "$python" benchmarks/hybrid_switch.py --release "$release" 2>&1 \
+    | tee "$out/hybrid_switch_$release.txt" || status=1
 done
 
 # The torch rollout engine alone as a run builds it (bf16, rows sized from free memory), Qwen2-0.5B's shapes.
 echo "== torch rollout engine tokens/s"
-"$python" benchmarks/torch_engine_throughput.py --variants compiled,lean-compiled,new-shapes,segments --repeats 2 2>&1 | tee "$out/torch_engine.txt" || status=1
+timeout "$engine_seconds" "$python" benchmarks/torch_engine_throughput.py --variants "$engine_variants" --repeats 2 2>&1 \
+  | tee "$out/torch_engine.txt" || status=1
 
 # Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes
 # (SMOKE_RL_ARGS adds arguments, e.g. "--iterations 2" on a short lease).
 echo "== RL iteration throughput (torch and megatron trainers)"
 # shellcheck disable=SC2086
-"$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b ${SMOKE_RL_ARGS:-} 2>&1 \
+timeout "$rl_seconds" "$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b $rl_arguments 2>&1 \
   | tee "$out/rl_iteration.txt" || status=1
 
 echo "== summary"
 # A smoke run in which nothing ran (every test skipped: vllm or megatron-core missing) is a failure.
-"$python" - "$out/tests.xml" <<'PY' || status=1
+"$python" - "$out"/tests*.xml <<'PY' || status=1
 import sys, xml.etree.ElementTree as tree
-suite = tree.parse(sys.argv[1]).getroot()
-suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-counts = {name: int(suite.get(name, 0)) for name in ("tests", "failures", "errors", "skipped")}
-passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
-print(f"tests: {passed} passed, {counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")
+passed = 0
+for path in sys.argv[1:]:
+    suite = tree.parse(path).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    counts = {name: int(suite.get(name, 0)) for name in ("tests", "failures", "errors", "skipped")}
+    passed += counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    print(f"{path}: {counts['tests'] - counts['failures'] - counts['errors'] - counts['skipped']} passed, "
+          f"{counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")
+if len(sys.argv) == 1:
+    print("tests: no JUnit report (a stage stopped at its time limit before pytest wrote one: see tests*.log)")
 sys.exit(0 if passed > 0 else 1)
 PY
 for release in restart sleep; do echo "-- $release"; cat "$out/hybrid_switch_$release.txt"; done

@@ -270,6 +270,34 @@ def test_gpu_smoke_refuses_a_torch_without_cuda(tmp_path):
     assert "GPU 0: Fake" in finished.stdout and "torch cannot use CUDA" in finished.stderr
 
 
+def test_gpu_smoke_quick_runs_each_stage_under_its_time_limit(tmp_path):
+    """--quick (a short lease): the decoding files' GPU tests first, then the rest, the switch benchmark (the
+    stand-in python imports vllm), the lean loop against compiled generate and 2 RL iterations, each under
+    `timeout`; a stand-in python records what it is asked to run."""
+    import os
+
+    calls = tmp_path / "calls.log"
+    for name, body in (("nvidia-smi", "echo 'GPU 0: Fake (UUID: GPU-0)'"),
+                       ("python", f'echo "$*" >> {calls}'),
+                       ("timeout", f'echo "timeout $1" >> {calls}; shift; exec "$@"')):
+        (tmp_path / name).write_text(f"#!/bin/sh\n{body}\n")
+        (tmp_path / name).chmod(0o755)
+    finished = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), "--no-install", "--quick"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}",
+                                   "PYTHON": str(tmp_path / "python"), "SMOKE_OUT": str(tmp_path / "out")})
+    assert finished.returncode == 0, finished.stderr
+    lines = calls.read_text().splitlines()
+    runs = [line for line in lines if line.startswith(("-m pytest", "benchmarks/"))]
+    limits = [line for line in lines if line.startswith("timeout ")]
+    assert "test_lean_decoding.py" in runs[0] and "-k gpu or knob_reaches" in runs[0]
+    assert "test_megatron_" in runs[1] and "test_lean_decoding.py" not in runs[1]
+    assert runs[2:4] == ["benchmarks/hybrid_switch.py --release restart", "benchmarks/hybrid_switch.py --release sleep"]
+    assert runs[4].startswith("benchmarks/torch_engine_throughput.py --variants lean-compiled,compiled")
+    assert runs[5] == "benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b --iterations 2"
+    assert limits == [f"timeout {seconds}" for seconds in (120, 120, 150, 150, 200, 150)]
+
+
 FAKE_SERVER = '''
 import argparse, json, os
 from multiprocessing.connection import Connection
