@@ -1,11 +1,13 @@
-"""Decoding one torch engine call in a loop of our own: one step function holds the forward pass and the sampler.
+"""Decoding one torch engine call in a loop of our own: one step function holds the forward pass, the sampler and
+the bookkeeping.
 
 Hugging Face `generate` spends every step on work outside the model: its logits processors and stopping
 criteria, growing the attention mask and position ids, bookkeeping of finished rows. Each of those is a few
 kernel launches, which on a GPU cost more than a small model's arithmetic. Here the call decodes into a
-static KV cache (prefilled by training.rollout.bucketed_prefill) with a step function of fixed shapes: the
-forward pass of every row's last token, then the seeded inverse-CDF draw (token_sampler.choose_tokens), so
-that `torch.compile` can take the whole step as one graph (on a GPU, with CUDA graphs, one launch).
+static KV cache (prefilled by training.rollout.bucketed_prefill) with a step function whose shapes stay fixed
+for the whole call: the forward pass of every row's last token, then the seeded inverse-CDF draw
+(token_sampler.choose_tokens), so that `torch.compile` can take the whole step as one graph (on a GPU, with
+CUDA graphs, one launch).
 The attention mask never changes during the call: every cache position past the prompts is open from the
 start, and causality hides those not yet written.
 
