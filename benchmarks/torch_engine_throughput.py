@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +34,11 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--variants", default="compiled,segments,one-call",
                         help="comma-separated: compiled (static cache, compiled step), segments, one-call, "
                              "lean (the engine's own loop), lean-compiled (its step compiled whole), new-shapes "
-                             "(compiled calls of other row counts, one each: what a new shape costs)")
+                             "(compiled calls of other row counts, one each: what a new shape costs), cycles "
+                             "(compiled lean calls each after a release for training, buffers kept as the "
+                             "engine decides, then dropped every time: step time and CUDA-graph skips over "
+                             "--cycles iterations)")
+    parser.add_argument("--cycles", type=int, default=24, help="calls of the cycles variant, each way")
     return parser.parse_args()
 
 
@@ -61,6 +66,10 @@ def main() -> None:
         if variant == "new-shapes":
             new_shapes(engine, requests, settings)
             continue
+        if variant == "cycles":
+            for drop in (False, True):
+                release_cycles(engine, requests, settings, arguments.cycles, drop)
+            continue
         engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
         engine.compile_decoding = variant in ("compiled", "lean-compiled")
         engine.lean_decoding = variant.startswith("lean")
@@ -82,6 +91,34 @@ def new_shapes(engine, requests, settings) -> None:
         tokens = sum(len(completion.token_ids) for group in groups for completion in group)
         print(f"new-shape  {count * requests[0].n:>5} rows {tokens:>8} tokens {seconds:>7.1f} s "
               f"{tokens / seconds:>10.0f} tokens/s", flush=True)
+
+
+def release_cycles(engine, requests, settings, cycles: int, drop: bool) -> None:
+    """Compiled lean calls as an RL run makes them: each after release_for_training and a trainer's allocations.
+    Kept buffers replay one recorded graph; dropped ones get new addresses, so torch records again each time
+    and keeps the old recordings (and older torch versions stop using graphs after 128 of them)."""
+    import torch
+
+    from training.rollout.lean_decoding import cudagraph_skips
+
+    engine.compile_decoding, engine.lean_decoding = True, True
+    engine.generate(requests, settings)  # compiles and records
+    skips, rates, kept = cudagraph_skips(), [], 0
+    for _ in range(cycles):
+        engine.release_for_training()
+        if drop:
+            engine._kept.drop()
+        kept += engine._kept.cache is not None
+        trainer_blocks = [torch.empty(size << 20, dtype=torch.uint8, device=engine.device) for size in (64, 3, 512)]
+        del trainer_blocks
+        started = time.perf_counter()
+        groups = engine.generate(requests, settings)
+        tokens = sum(len(completion.token_ids) for group in groups for completion in group)
+        rates.append(tokens / (time.perf_counter() - started))
+    third = max(1, cycles // 3)
+    print(f"cycles     {'dropped' if drop else 'engine '} kept {kept}/{cycles}: tokens/s median of the first "
+          f"{third} {statistics.median(rates[:third]):>8.0f}, of the last {third} "
+          f"{statistics.median(rates[-third:]):>8.0f}; CUDA-graph skips {cudagraph_skips() - skips}", flush=True)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,10 @@ done
 echo "== torch rollout engine tokens/s"
 timeout "$engine_seconds" "$python" benchmarks/torch_engine_throughput.py --variants "$engine_variants" --repeats 2 2>&1 \
   | tee "$out/torch_engine.txt" || status=1
+if [ "$quick" = 0 ]; then  # its compiled calls over many releases for training: kept buffers against new ones
+  "$python" benchmarks/torch_engine_throughput.py --variants cycles --new-tokens 64 2>&1 \
+    | tee -a "$out/torch_engine.txt" || status=1
+fi
 
 # Generated tokens/s per GPU of whole RL iterations, torch and Megatron trainers, on Qwen2-0.5B's shapes
 # (SMOKE_RL_ARGS adds arguments, e.g. "--iterations 2" on a short lease).

@@ -10,6 +10,7 @@ from transformers import DynamicCache, StaticCache
 from training.prompting import prompt_ids
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, RolloutRequest, SamplingSettings
 from training.rollout.lean_decoding import lean_cache_supported, lean_decode
+from training.rollout.placement import keeps_through_training
 from training.rollout.repeats import RepeatLimits
 from training.rollout.torch_engine import TorchRolloutEngine
 
@@ -144,9 +145,61 @@ def test_kept_buffers_follow_the_call_shape_and_leave_for_training(warm):
     want = completions(engine(model, tokenizer, lean=False), mixed_requests(tokenizer)[:2], settings)
     assert_same(completions(compiled, mixed_requests(tokenizer)[:2], settings), want, tolerance=1e-4)
     assert compiled._kept.cache is not first and compiled._kept.state.tokens.shape[0] == 6
-    compiled.release_for_training()
+    compiled.release_for_training()  # on a CPU: no CUDA graphs, so nothing is kept for them
     assert compiled._kept.cache is None and compiled._kept.nbytes() == 0
     assert_same(completions(compiled, mixed_requests(tokenizer)[:2], settings), want, tolerance=1e-4)
+
+
+def test_kept_buffers_small_for_the_gpu_stay_through_training(warm, untrained, monkeypatch):
+    """On a GPU whose memory is at least 8 times the kept buffers, they stay through the update (the recorded
+    graph replays on their addresses) and the next call samples the new weights in them; larger ones leave for
+    the trainer."""
+    model, tokenizer = warm
+    settings = SamplingSettings(12, temperature=1.0)
+    compiled = engine(model, tokenizer, lean=True, compiled=True)
+    completions(compiled, mixed_requests(tokenizer), settings)
+    kept_cache, kept_tokens, kept_bytes = compiled._kept.cache, compiled._kept.state.tokens, compiled._kept.nbytes()
+    monkeypatch.setattr(compiled, "_device_bytes", lambda: 8 * kept_bytes)
+    compiled.release_for_training()
+    assert compiled._kept.cache is kept_cache
+    changed, _ = untrained
+    compiled.update_weights(changed)
+    want = completions(engine(changed, tokenizer, lean=False), mixed_requests(tokenizer), settings)
+    assert_same(completions(compiled, mixed_requests(tokenizer), settings), want, tolerance=1e-4)
+    assert compiled._kept.cache is kept_cache and compiled._kept.state.tokens is kept_tokens
+    monkeypatch.setattr(compiled, "_device_bytes", lambda: 8 * kept_bytes - 1)
+    compiled.release_for_training()
+    assert compiled._kept.cache is None
+
+
+def test_keeping_through_training_needs_a_gpu_and_room():
+    assert keeps_through_training(1 << 30, 8 << 30) and not keeps_through_training((1 << 30) + 1, 8 << 30)
+    assert not keeps_through_training(1 << 20, 0)  # off a GPU
+    assert not keeps_through_training(0, 8 << 30)  # nothing kept
+
+
+def test_a_compiled_step_that_ran_without_cuda_graphs_is_said_once(warm, monkeypatch, caplog):
+    """Torch runs a compiled step without its CUDA graphs in some cases (too many recordings, say) and tells only
+    under TORCH_LOGS; the engine says so in its log, once."""
+    import training.rollout.torch_engine as torch_engine
+    from torch._dynamo.utils import counters
+
+    def skipping(*arguments, **options):
+        counters["inductor"]["cudagraph_skips"] += 1
+        return lean_decode(*arguments, **options)
+
+    model, tokenizer = warm
+    compiled = engine(model, tokenizer, lean=True, compiled=True)
+    settings = SamplingSettings(8, temperature=1.0)
+    with caplog.at_level("WARNING", logger="training.rollout.torch_engine"):
+        completions(compiled, mixed_requests(tokenizer), settings)
+        assert not caplog.records
+        monkeypatch.setattr(torch_engine, "lean_decode", skipping)
+        completions(compiled, mixed_requests(tokenizer), settings)
+        completions(compiled, mixed_requests(tokenizer), settings)
+    assert [record.message for record in caplog.records] == [
+        "torch engine: torch ran the compiled decoding step without CUDA graphs, so every step pays its kernel "
+        "launches; TORCH_LOGS=cudagraphs says why"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (scripts/gpu_smoke.sh runs it)")

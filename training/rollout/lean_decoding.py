@@ -103,29 +103,50 @@ def compiled_step(device: torch.device):
     return torch.compile(decode_step, mode=mode, dynamic=None)
 
 
+def cudagraph_skips() -> int:
+    """How many times torch has run a compiled function without its CUDA graphs so far (it says why only under
+    TORCH_LOGS=cudagraphs)."""
+    from torch._dynamo.utils import counters
+    return counters["inductor"]["cudagraph_skips"]
+
+
 def row_state(call: DecodeCall, cache_positions: int, reuse: RowState | None = None) -> RowState:
     """The call's starting state; written into `reuse` when its shapes fit (a compiled step's CUDA graph then
-    replays on the same addresses instead of recording anew), else new tensors."""
+    replays on the same addresses instead of recording anew), else into new tensors."""
     rows, width = call.input_ids.shape
-    device = call.input_ids.device
-    mask = call.attention.new_ones((rows, cache_positions))
-    mask[:, :width] = call.attention  # positions past the prompts: open, hidden by causality until written
-    fresh = RowState(
-        live=torch.arange(rows, device=device),
-        last=call.input_ids[:, -1:].clone(),
-        positions=(call.attention.sum(dim=1, keepdim=True) - 1).clamp(min=0),  # as generate numbers the rows
-        mask=mask, ended=torch.zeros(rows, dtype=torch.bool, device=device),
-        limits=torch.tensor(call.row_limits, device=device),
-        uniforms=call.uniforms,
-        tokens=torch.full((rows, max(call.row_limits)), call.pad_id, dtype=torch.long, device=device),
-        logprobs=torch.zeros((rows, max(call.row_limits)), dtype=torch.float32, device=device),
-        done=torch.zeros((), dtype=torch.long, device=device))
-    if reuse is None or reuse.key() != fresh.key():
-        return fresh
-    for kept, new in zip(reuse, fresh):
-        if kept is not None:
-            kept.copy_(new)
+    longest = max(call.row_limits)
+    if reuse is None or reuse.key() != (rows, cache_positions, longest, call.uniforms is None):
+        device = call.input_ids.device
+        reuse = RowState(
+            live=torch.empty(rows, dtype=torch.long, device=device),
+            last=torch.empty((rows, 1), dtype=torch.long, device=device),
+            positions=torch.empty((rows, 1), dtype=call.attention.dtype, device=device),
+            mask=call.attention.new_empty((rows, cache_positions)),
+            ended=torch.empty(rows, dtype=torch.bool, device=device),
+            limits=torch.empty(rows, dtype=torch.long, device=device),
+            uniforms=None if call.uniforms is None else torch.empty_like(call.uniforms),
+            tokens=torch.empty((rows, longest), dtype=torch.long, device=device),
+            logprobs=torch.empty((rows, longest), dtype=torch.float32, device=device),
+            done=torch.empty((), dtype=torch.long, device=device))
+    _start(reuse, call)
     return reuse
+
+
+def _start(state: RowState, call: DecodeCall) -> None:
+    """Write the call's starting values into `state`, in place."""
+    width = call.input_ids.shape[1]
+    torch.arange(len(state.live), out=state.live)
+    state.last.copy_(call.input_ids[:, -1:])
+    state.positions.copy_((call.attention.sum(dim=1, keepdim=True) - 1).clamp(min=0))  # as generate numbers rows
+    state.mask.fill_(1)  # positions past the prompts: open, hidden by causality until written
+    state.mask[:, :width] = call.attention
+    state.ended.zero_()
+    state.limits.copy_(torch.tensor(call.row_limits))
+    if state.uniforms is not None:
+        state.uniforms.copy_(call.uniforms)
+    state.tokens.fill_(call.pad_id)
+    state.logprobs.zero_()
+    state.done.zero_()
 
 
 def mark_static(state: RowState) -> None:

@@ -7,6 +7,7 @@ import torch
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 KV_CACHE_SHARE = 0.5  # of the free accelerator memory, for one call's KV cache (activations take the rest)
 MAX_BATCH_SEQUENCES = 1024
+KEPT_THROUGH_TRAINING_SHARE = 0.125  # of the GPU's memory: a kept decoding cache up to this stays through updates
 
 
 def sampling_device(model_device: torch.device, cuda_available: bool | None = None) -> torch.device:
@@ -41,6 +42,15 @@ def decodes_lean(rollout_loop: str, compiled: bool) -> bool:
     graph, measured faster than compiled generate), generate elsewhere (uncompiled on a CPU the two run at
     the same speed); "lean" and "generate" as named."""
     return rollout_loop == "lean" or (rollout_loop == "auto" and compiled)
+
+
+def keeps_through_training(kept_bytes: int, device_bytes: int) -> bool:
+    """Whether a compiled call's kept cache and rows (kept_bytes) stay allocated while the trainer updates, on a
+    device of device_bytes (0: not a GPU). Their CUDA graph replays only on the addresses it was recorded with:
+    new buffers after every update make torch record it again and keep every old recording, which it looks
+    through at each step (and older torch versions stop using graphs for the step after 128 recordings). So
+    buffers that take little of the GPU stay; larger ones leave for the trainer, and each iteration records anew."""
+    return 0 < kept_bytes <= device_bytes * KEPT_THROUGH_TRAINING_SHARE
 
 
 def kv_cache_bytes_per_token(model_config, dtype: torch.dtype) -> int:

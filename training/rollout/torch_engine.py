@@ -21,10 +21,11 @@ from training.rollout.base import (
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.bucketed_prefill import bucketed_prefill
-from training.rollout.lean_decoding import (KeptBuffers, compiled_step, decode_step, lean_cache_supported,
-                                            lean_decode)
+from training.rollout.lean_decoding import (KeptBuffers, compiled_step, cudagraph_skips, decode_step,
+                                            lean_cache_supported, lean_decode)
 from training.rollout.placement import (
-    batch_sequences_for_memory, compiles_decoding, decodes_lean, sampling_device, sampling_dtype,
+    batch_sequences_for_memory, compiles_decoding, decodes_lean, keeps_through_training, sampling_device,
+    sampling_dtype,
 )
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decoded, decode
 from training.rollout.token_sampler import row_uniforms
@@ -64,6 +65,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.lean_decoding = False  # decode in our own loop (rollout.lean_decoding), not Hugging Face generate
         self._compiled_step = None  # the lean loop's compiled step, made at its first call
         self._warned_lean_fallback = False
+        self._warned_graph_skips = False
         self._kept = KeptBuffers()  # a compiled lean call's cache and rows, for the next call of its shape
         self.compiled_shapes: set[tuple[int, int]] = set()  # (rows, cache positions) of compiled calls so far
 
@@ -75,7 +77,14 @@ class TorchRolloutEngine(SharedDeviceEngine):
             self.model = model
 
     def release_for_training(self) -> None:
-        self._kept.drop()  # the trainer may need the memory; the next call allocates again
+        """Free the kept decoding buffers for the trainer unless they take little of the GPU
+        (placement.keeps_through_training): the next call allocates again and records its graph anew."""
+        if not keeps_through_training(self._kept.nbytes(), self._device_bytes()):
+            self._kept.drop()
+
+    def _device_bytes(self) -> int:
+        """The GPU's memory in bytes; 0 off a GPU (no CUDA graphs there, so nothing to keep for)."""
+        return torch.cuda.mem_get_info(self.device)[1] if self.device.type == "cuda" else 0
 
     def close(self) -> None:
         self._kept.drop()
@@ -198,8 +207,14 @@ class TorchRolloutEngine(SharedDeviceEngine):
             return lean_decode(self.model, call, cache, decode_step, segment_steps=self.segment_steps)
         if self._compiled_step is None:
             self._compiled_step = compiled_step(self.device)
-        return lean_decode(self.model, call, cache, self._compiled_step, segment_steps=None,
-                           state=self._kept.state_for(call, cache))
+        skips = cudagraph_skips()
+        decoded = lean_decode(self.model, call, cache, self._compiled_step, segment_steps=None,
+                              state=self._kept.state_for(call, cache))
+        if cudagraph_skips() > skips and not self._warned_graph_skips:
+            self._warned_graph_skips = True
+            logger.warning("torch engine: torch ran the compiled decoding step without CUDA graphs, so every step "
+                           "pays its kernel launches; TORCH_LOGS=cudagraphs says why")
+        return decoded
 
     def _note_compiled_shape(self, rows: int, positions: int) -> None:
         """Say in the log when a compiled call has a shape not seen before: it compiles or records first."""
