@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU smoke test: the Megatron-core, vLLM and compiled-decoding tests on real GPUs (NCCL, no CPU shim), then
-# the train <-> rollout switch benchmark, the torch engine's tokens/s and RL iterations' tokens/s per GPU
-# (torch and Megatron trainers); prints the figures. Run it on a host with an NVIDIA GPU.
+# the train <-> rollout switch benchmark, the torch engine's tokens/s (and, in full, its compiled calls over many
+# releases for training), RL iterations' tokens/s per GPU (torch and Megatron trainers) and, in full, partial
+# against whole rollouts on the torch engine; prints the figures. Run it on a host with an NVIDIA GPU.
 #
 #   bash scripts/gpu_smoke.sh                  # installs through scripts/setup.sh (vllm on GPU hosts), then runs
 #   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
@@ -20,7 +21,7 @@ for argument in "$@"; do
   case "$argument" in
     --no-install) install=0 ;;
     --quick) quick=1 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
     *) echo "gpu_smoke: unknown argument '$argument' (expected --no-install or --quick)" >&2; exit 64 ;;
   esac
 done
@@ -112,6 +113,14 @@ echo "== RL iteration throughput (torch and megatron trainers)"
 timeout "$rl_seconds" "$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b $rl_arguments 2>&1 \
   | tee "$out/rl_iteration.txt" || status=1
 
+# Partial against whole rollouts where a decoding step costs about the same for 3 rows as for 256 (the regime of
+# the issue's anchors), on the torch engine (this image has no vLLM).
+if [ "$quick" = 0 ]; then
+  echo "== partial rollouts (torch engine)"
+  timeout 600 "$python" benchmarks/partial_rollouts.py --engines torch 2>&1 | tee "$out/partial_rollouts.txt" \
+    || status=1
+fi
+
 echo "== summary"
 # A smoke run in which nothing ran (every test skipped: vllm or megatron-core missing) is a failure.
 "$python" - "$out"/tests*.xml <<'PY' || status=1
@@ -131,5 +140,6 @@ PY
 for release in restart sleep; do echo "-- $release"; cat "$out/hybrid_switch_$release.txt"; done
 echo "-- torch engine"; cat "$out/torch_engine.txt"
 echo "-- RL iterations"; cat "$out/rl_iteration.txt"
+[ "$quick" = 1 ] || { echo "-- partial rollouts"; cat "$out/partial_rollouts.txt"; }
 if [ "$status" = 0 ]; then echo "gpu_smoke: OK"; else echo "gpu_smoke: FAILED (logs in $out)" >&2; fi
 exit "$status"
