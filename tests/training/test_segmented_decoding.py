@@ -3,6 +3,8 @@ and finish reasons of one uninterrupted call, with fewer rows computed."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from training.prompting import prompt_ids
@@ -63,3 +65,29 @@ def test_rows_that_ended_leave_the_batch(warm):
     whole, segmented = rows_per_step(*warm, segment_steps=None), rows_per_step(*warm, segment_steps=4)
     assert set(whole) == {16} and segmented[0] == 16 and min(segmented) < 16
     assert sum(segmented) < 0.6 * sum(whole), (sum(segmented), sum(whole))  # 163 against 368 here
+
+
+def test_the_checkpoints_own_generation_config_does_not_reach_the_sampler(warm):
+    """A generation_config.json may ask for a repetition penalty or banned n-grams; generate would apply them before
+    the seeded sampler draws, so rollouts would leave the policy the trainer scores. The engine samples, and scores,
+    softmax(z / T) whatever that file says."""
+    from training.trainer.logprobs import token_logprobs
+
+    model, tokenizer = warm
+    settings = SamplingSettings(40, temperature=1.0, seed=11)
+    plain = sample(model, tokenizer, 4, mixed_requests(tokenizer), settings)
+    own = model.generation_config
+    penalised = copy.deepcopy(own)
+    penalised.repetition_penalty, penalised.no_repeat_ngram_size, penalised.suppress_tokens = 1.3, 2, [46, 47]
+    model.generation_config = penalised
+    try:
+        got = sample(model, tokenizer, 4, mixed_requests(tokenizer), settings)
+        assert model.generation_config is penalised  # the model keeps its own for what it saves
+    finally:
+        model.generation_config = own
+    assert [(c.token_ids, c.finish_reason) for c in got] == [(c.token_ids, c.finish_reason) for c in plain]
+    prompt = mixed_requests(tokenizer)[0].prompt_ids
+    completion = got[0]
+    ids = torch.tensor([list(prompt) + list(completion.token_ids)])
+    scored = token_logprobs(model, ids, torch.ones_like(ids))[0, len(prompt) - 1:]
+    assert torch.allclose(scored, torch.tensor(completion.logprobs), atol=1e-5)

@@ -10,10 +10,11 @@ criteria read its whole generated history.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache, LogitsProcessorList, StoppingCriteriaList
+from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 from transformers.cache_utils import DynamicLayer
 
 from training.rollout.base import SamplingSettings
@@ -46,6 +47,21 @@ class DecodeCall:
     eos_id: int
 
 
+@contextmanager
+def only_our_sampling(model):
+    """Hide the model's own generation config from `generate` for the call. generate fills every option a call
+    leaves unset from it, even when given a config of its own, so a checkpoint's generation_config.json asking for a
+    repetition penalty, banned n-grams or suppressed tokens (Qwen2.5 Instruct's repetition_penalty 1.05, say)
+    would change the scores before our sampler draws: rollouts off the policy the trainer scores, and other than
+    the lean loop's and vLLM's. A bare config leaves generate's own no-op defaults."""
+    own = model.generation_config
+    model.generation_config = GenerationConfig(bos_token_id=own.bos_token_id)
+    try:
+        yield
+    finally:
+        model.generation_config = own
+
+
 def droppable(cache) -> bool:
     """Rows can leave a cache made of dynamic full-attention layers (None: generate makes one)."""
     return cache is None or (isinstance(cache, DynamicCache) and
@@ -69,12 +85,13 @@ def decode(model, call: DecodeCall, cache=None, segment_steps: int | None = SEGM
         limits = [call.row_limits[row] for row in live.tolist()]
         steps = min(segment_steps, max(limits) - done)
         sampler, repeat_stop, stops = _hooks(call, live, limits, width, done + steps)
-        output = model.generate(
-            input_ids=sequences, attention_mask=mask, max_new_tokens=steps, do_sample=False, temperature=None,
-            top_p=None, top_k=None, pad_token_id=call.pad_id, eos_token_id=call.eos_id, use_cache=True,
-            logits_processor=LogitsProcessorList([sampler]), stopping_criteria=StoppingCriteriaList(stops),
-            return_dict_in_generate=True, past_key_values=cache, **(extra_inputs or {}),
-        )
+        with only_our_sampling(model):
+            output = model.generate(
+                input_ids=sequences, attention_mask=mask, max_new_tokens=steps, do_sample=False, temperature=None,
+                top_p=None, top_k=None, pad_token_id=call.pad_id, eos_token_id=call.eos_id, use_cache=True,
+                logits_processor=LogitsProcessorList([sampler]), stopping_criteria=StoppingCriteriaList(stops),
+                return_dict_in_generate=True, past_key_values=cache, **(extra_inputs or {}),
+            )
         new = output.sequences[:, sequences.shape[1]:]
         made = new.shape[1]
         tokens[live, done:done + made] = new
