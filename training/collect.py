@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, RolloutRequest, SamplingSettings
-from training.rollout.repeats import cut_repeats
+from training.rollout.repeats import cut_repeats, first_cut_across
 from training.rollout.seeds import stream_seed
 from training.trajectories import Group, Trajectory
 
@@ -84,14 +84,18 @@ def _requests(groups: list[Group], limits: RolloutLimits, streams: StreamKey | N
 
 
 def _finish_reason(trajectory: Trajectory, engine_reason: str, limits: RolloutLimits,
-                   settings: SamplingSettings) -> str | None:
+                   settings: SamplingSettings, segment_start: int = 0) -> str | None:
     """Why the trajectory is done now, or None when it continues next iteration.
 
-    With repeat stopping on, the response is cut after the repeated block's `min_repeats` copies (the
-    engine stops at the first detection; a repeat spanning two segments is caught here).
+    With repeat stopping on, the response is cut after the repeated block's `min_repeats` copies: at the
+    engine's first detection, or, for a repeat that began in an earlier segment (segment_start: the response's
+    length before this one), where an uninterrupted call would have stopped.
     """
     if settings.stop_repeats is not None:
-        cut = cut_repeats(trajectory.response_ids, **settings.stop_repeats.as_dict())
+        repeat_limits = settings.stop_repeats.as_dict()
+        cut = first_cut_across(trajectory.response_ids, segment_start, **repeat_limits) if segment_start else None
+        if cut is None:
+            cut = cut_repeats(trajectory.response_ids, **repeat_limits)
         if cut is not None:
             trajectory.truncate(len(cut))
             return FINISH_REPEAT
@@ -115,11 +119,13 @@ def collect_rollouts(engine, groups: list[Group], settings: SamplingSettings, li
     generated = saved = 0
     for request, trajectories, completions in zip(requests, targets, outputs):
         for trajectory, completion in zip(trajectories, completions):
+            segment_start = len(trajectory.response_ids)
             trajectory.extend(completion.token_ids, iteration, completion.logprobs)
             generated += len(completion.token_ids)
             if completion.finish_reason == FINISH_REPEAT:
                 saved += request.max_new_tokens - len(completion.token_ids)
-            trajectory.finish_reason = _finish_reason(trajectory, completion.finish_reason, limits, settings)
+            trajectory.finish_reason = _finish_reason(trajectory, completion.finish_reason, limits, settings,
+                                                      segment_start)
     return CollectedRollouts(finished=[group for group in groups if group.finished],
                              unfinished=[group for group in groups if not group.finished],
                              tokens_generated=generated, tokens_saved_by_repeat_stop=saved)

@@ -9,7 +9,8 @@ import pytest
 from training.collect import RolloutLimits, collect_rollouts, new_groups
 from training.models.loading import load_model, load_tokenizer
 from training.prompting import prompt_ids
-from training.rollout.base import FINISH_LENGTH, FINISH_STOP, SamplingSettings
+from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, SamplingSettings
+from training.rollout.repeats import RepeatLimits
 from training.rollout.torch_engine import TorchRolloutEngine
 from training.tasks.arithmetic import generate
 from training.trajectories import FinishCounts, ReplayBuffer
@@ -25,15 +26,16 @@ def engine_and_prompts(warm_model_dir):
     return engine, prompts
 
 
-def roll(engine, prompts, budget, max_tokens=64):
+def roll(engine, prompts, budget, max_tokens=64, stop_repeats=None):
     """Greedy rollouts of one response per prompt, iterating until every group is finished."""
     buffer, finished, iterations = ReplayBuffer(), [], 0
     groups = new_groups(range(len(prompts)), prompts, iteration=1, samples=1)
     limits = RolloutLimits(max_response_tokens=max_tokens, token_budget=budget, samples_per_problem=1)
     while groups:
         iterations += 1
-        collected = collect_rollouts(engine, groups, SamplingSettings(max_tokens, temperature=0.0), limits,
-                                     iteration=iterations)
+        collected = collect_rollouts(engine, groups, SamplingSettings(max_tokens, temperature=0.0,
+                                                                      stop_repeats=stop_repeats),
+                                     limits, iteration=iterations)
         finished += collected.finished
         buffer.park(collected.unfinished)
         groups = buffer.take_all()
@@ -51,6 +53,21 @@ def test_segments_across_iterations_equal_one_uninterrupted_greedy_rollout(engin
     longest = max(pieces, key=lambda group: len(group.trajectories[0].response_ids)).trajectories[0]
     # every token remembers its iteration: 5 tokens per iteration, in order
     assert longest.token_iterations == [1 + index // 5 for index in range(len(longest.response_ids))]
+
+
+def test_a_repeat_across_segments_stops_where_one_uninterrupted_rollout_stops(untrained):
+    """Greedy decoding of the untrained model falls into loops. A decoding call sees only its own tokens, so with
+    a budget below the repeat check's span no call can spot a loop by itself: the repeat must still be cut where
+    an uninterrupted rollout cuts it, with the same finish reason (and so the same penalty and length)."""
+    model, tokenizer = untrained
+    engine = TorchRolloutEngine(model, tokenizer)
+    prompts = [prompt_ids(problem.problem, tokenizer) for problem in generate(6, seed=11)]
+    whole, _ = roll(engine, prompts, budget=None, max_tokens=96, stop_repeats=RepeatLimits())
+    assert [group.trajectories[0].finish_reason for group in whole].count(FINISH_REPEAT) >= 3
+    for budget in (5, 11, 24):
+        segmented, _ = roll(engine, prompts, budget=budget, max_tokens=96, stop_repeats=RepeatLimits())
+        assert [(t.response_ids, t.finish_reason) for group in segmented for t in group.trajectories] == \
+            [(t.response_ids, t.finish_reason) for group in whole for t in group.trajectories], budget
 
 
 def test_a_response_reaching_the_limit_is_truncated_not_parked(engine_and_prompts):

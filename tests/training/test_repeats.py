@@ -2,7 +2,7 @@
 
 import pytest
 
-from training.rollout.repeats import cut_repeats, repeated_tail_start
+from training.rollout.repeats import cut_repeats, first_cut_across, repeated_tail_start, widest_repeat_window
 
 
 def test_a_long_repeated_block_is_detected_and_cut_after_four_copies():
@@ -120,3 +120,13 @@ def test_the_rl_loop_stops_repeats_only_with_a_penalty_and_subtracts_it(tiny_mod
     # rewards = correctness - 0.5 per repeated response (no length reward here)
     assert on["mean_reward"] == pytest.approx(reports[0.5].train_accuracy - 0.5 * on["repeat_fraction"], abs=1e-6)
     assert reports[0.5].tokens_generated + on["repeat_tokens_saved"] <= 8 * 64
+
+
+def test_a_repeat_straddling_a_segment_start_is_cut_where_it_first_showed():
+    """10 distinct tokens, 20 copies of one, then recovery: a segment starting after 15 tokens holds only 15
+    copies, fewer than the 16-token span; the whole response shows the repeat first after 26 tokens."""
+    response = list(range(100, 110)) + [7] * 20 + list(range(200, 230))
+    assert widest_repeat_window() == 128  # 4 copies of a 32-token block
+    assert first_cut_across(response, 15) == tuple(response[:14])  # cut after min_repeats copies, as cut_repeats
+    assert first_cut_across(response, 40) is None  # the repeat ended before that segment began
+    assert first_cut_across(list(range(60)), 15) is None

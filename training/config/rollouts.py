@@ -92,8 +92,9 @@ class RolloutSection:
         "auto",
         "The dtype rollouts sample in (torch, vllm and vllm-hybrid engines); auto = the "
         "trainer's on a CPU; on a GPU bfloat16 for the torch engine and vLLM's 16-bit choice "
-        "for a float32 trainer (float32 makes sampler and trainer log-probs agree closely, at a "
-        "speed cost).",
+        "for a float32 trainer (float32 makes sampler and trainer log-probs agree closely on a "
+        "CPU, at a speed cost; on a GPU the torch trainer scores under bfloat16 autocast, so "
+        "float32 rollouts bring the two no closer there).",
         group="rollouts",
         choices=ROLLOUT_DTYPES,
     )

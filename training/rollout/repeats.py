@@ -45,6 +45,23 @@ def cut_repeats(token_ids: Sequence[int], **limits) -> tuple[int, ...] | None:
     return tuple(token_ids[: start + period * limits.get("min_repeats", 4)])
 
 
+def widest_repeat_window(max_period: int = 32, min_repeats: int = 4, min_span: int = 16) -> int:
+    """The most tail tokens a degenerate-repeat check looks at (the span of the longest period's copies)."""
+    return max(period * max(min_repeats, -(-min_span // period)) for period in range(1, max_period + 1))
+
+
+def first_cut_across(token_ids: Sequence[int], boundary: int, **limits) -> tuple[int, ...] | None:
+    """The response cut at the first degenerate tail whose check window straddles `boundary` (where a segment
+    began), or None. A decoding call sees only its own tokens, so a repeat that began in the segment before
+    escapes it; an uninterrupted call would have stopped at the first such end."""
+    last_end = min(len(token_ids), boundary + widest_repeat_window(**limits) - 1)
+    for end in range(boundary + 1, last_end + 1):
+        cut = cut_repeats(token_ids[:end], **limits)
+        if cut is not None:
+            return cut
+    return None
+
+
 def _period_at(token_ids: Sequence[int], start: int) -> int:
     tail = list(token_ids[start:])
     for period in range(1, len(tail) + 1):
