@@ -38,6 +38,7 @@ class IterationRollouts:
     tokens_saved_by_repeat_stop: int = 0
     rounds: int = 0
     groups_completed_over_budget: int = 0  # groups run to their end, ignoring the budget, to keep the buffer bounded
+    stale_groups_dropped: int = 0  # finished groups that waited past the loss's window: no token left to train
     tokens_carried_over: int = 0  # tokens of the trained groups generated before this iteration's rollouts
 
     def add(self, collected: CollectedRollouts) -> None:
@@ -59,18 +60,26 @@ class RolloutsCancelled(Exception):
 def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: int, parked_limit: int,
                        settings: SamplingSettings, limits: RolloutLimits, streams: StreamKey,
                        policy_iteration: int | None = None,
-                       cancelled: Callable[[], bool] = lambda: False) -> IterationRollouts:
+                       cancelled: Callable[[], bool] = lambda: False,
+                       exclude_segments_older_than: int | None = None) -> IterationRollouts:
     """Roll out until `share` groups are finished; the unfinished rest stays in `buffer`, at most parked_limit.
 
     policy_iteration: the iteration whose starting policy the engine holds, stamped on every new token
     (None = streams.iteration; rollouts made ahead, during the previous iteration's update, pass that one).
+    exclude_segments_older_than: the loss's window (tokens more iterations old than this leave the loss): a
+    finished group that waited until none of its tokens is inside it is dropped (counted), so that every
+    trained group has tokens in the loss.
     cancelled: asked before every round; True raises RolloutsCancelled (single-process rollouts made ahead
     only: under torchrun every rank must run the same rounds).
     """
     policy_iteration = streams.iteration if policy_iteration is None else policy_iteration
     carried = sorted(buffer.take_all(), key=lambda group: group.age)
+    stale = [] if exclude_segments_older_than is None else \
+        _stale(carried, streams.iteration - exclude_segments_older_than)
+    carried = [group for group in carried if not any(group is dropped for dropped in stale)]
     carried_tokens = {id(t): len(t.response_ids) for group in carried for t in group.trajectories}
-    result = IterationRollouts(finished=[group for group in carried if group.finished])
+    result = IterationRollouts(finished=[group for group in carried if group.finished],
+                               stale_groups_dropped=len(stale))
     pending = [group for group in carried if not group.finished]
     over = max(0, len(pending) - parked_limit)
     complete, budgeted = pending[:over], pending[over:]
@@ -84,6 +93,7 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     fresh = draw(min(refill_count(missing, counts.fresh, counts.fresh_finished, room), room), 0)
     drawn = len(fresh)
     budgeted, complete = _place(fresh, budgeted, complete, parked_limit)
+    continued_finished = None  # continued groups that finished in round 0, before any completion was forced
     waiting: list[Group] = []  # unfinished groups that used this iteration's budget
     fresh_rolled = fresh_finished = 0  # this iteration's fresh groups so far, and how many of them finished
     while True:
@@ -92,7 +102,11 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
                                     "round(s)")
         waiting += _roll(engine, budgeted, complete, settings, limits,
                          dataclasses.replace(streams, round=result.rounds), policy_iteration, result)
-        fresh_rolled, fresh_finished = fresh_rolled + len(fresh), fresh_finished + sum(g.finished for g in fresh)
+        in_budget = [group for group in fresh if not any(group is forced for forced in complete)]
+        fresh_rolled += len(in_budget)
+        fresh_finished += sum(group.finished for group in in_budget)
+        if continued_finished is None:
+            continued_finished = sum(group.finished for group in continued)
         result.rounds += 1
         need = share - len(result.finished)
         if not any(count > 0 for count in distributed.all_gather_objects(need)):
@@ -105,7 +119,7 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
                                   room), drawn)
         drawn += len(fresh)
         budgeted, complete = _place(fresh, [], complete, room)
-    counts.record(fresh_rolled, fresh_finished, len(continued), sum(group.finished for group in continued))
+    counts.record(fresh_rolled, fresh_finished, len(continued), continued_finished)
     result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]
@@ -126,6 +140,12 @@ def refill_count(missing: float, fresh_rolled: float, fresh_finished: float, roo
     share = max(fresh_finished / fresh_rolled if fresh_rolled else 1.0, MIN_FINISH_SHARE)
     wanted = math.ceil((missing + math.sqrt(missing * (1 - share))) / share - 1e-9)
     return max(math.ceil(missing - 1e-9), min(wanted, room))
+
+
+def _stale(groups: list[Group], oldest_trained: int) -> list[Group]:
+    """The finished groups none of whose tokens comes from policy `oldest_trained` or a later one."""
+    return [group for group in groups if group.finished and max(
+        (t.token_iterations[-1] for t in group.trajectories if t.token_iterations), default=-1) < oldest_trained]
 
 
 def _place(fresh: list[Group], budgeted: list[Group], complete: list[Group],

@@ -98,7 +98,8 @@ def roll_out(session: RunSession, iteration: int, policy_iteration: int | None =
         limits=RolloutLimits(config.max_response_tokens, config.partial_rollout_token_budget,
                              config.samples_per_problem),
         streams=StreamKey(run_seed=config.seed, iteration=iteration, rank=context.rank),
-        policy_iteration=policy_iteration, cancelled=session.ahead.cancelled)
+        policy_iteration=policy_iteration, cancelled=session.ahead.cancelled,
+        exclude_segments_older_than=config.exclude_segments_older_than)
 
 
 def judge_counts(session: RunSession) -> dict[str, float]:
@@ -160,6 +161,7 @@ def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parke
               "tokens_from_older_policies": float(sum(t.tokens_before(iteration) for t in trajectories)),
               "response_tokens_trained": float(sum(len(t.token_iterations) for t in trajectories)),
               "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
+              "stale_groups_dropped": float(rollouts.stale_groups_dropped),
               "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
                           tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=parked,
@@ -195,6 +197,7 @@ def iteration_report(iteration: int, results: RolloutResults, update: dict, seco
     extra = {"groups_trained": float(len(results.problem_indices)), "groups_parked": float(results.parked),
              "rollout_rounds": counts["rollout_rounds"] / max(1, distributed.current_context().world_size),
              "groups_completed_over_budget": counts["groups_completed_over_budget"],
+             "stale_groups_dropped": counts["stale_groups_dropped"],
              "repeat_tokens_saved": counts["repeat_tokens_saved"],
              # policy versions inside the trained samples: 0 = all tokens from this iteration's policy
              "policy_version_span": float(iteration - results.oldest_token_iteration)

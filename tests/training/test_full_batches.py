@@ -69,9 +69,11 @@ def draw_from(counter: list[int], requests: list[tuple[int, int, int]] | None = 
 
 
 def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None,
-                   requests: list[tuple[int, int, int]] | None = None, priors: list[FinishCounts] | None = None):
+                   requests: list[tuple[int, int, int]] | None = None, priors: list[FinishCounts] | None = None,
+                   exclude: int | None = None, lag: int = 0):
     """Each iteration's (rollouts, groups parked after it, unfinished ones among them); `priors` gets the buffer's
-    finish counts as each iteration starts."""
+    finish counts as each iteration starts. exclude: exclude_segments_older_than; lag 1: rollouts made ahead by
+    the previous iteration's policy, as with overlap_rollouts."""
     engine, buffer, counter, results = ScriptedEngine(), ReplayBuffer(), [0, 1], []
     for iteration in range(1, iterations + 1):
         counter[1] = iteration
@@ -80,7 +82,8 @@ def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int |
         result = roll_out_iteration(engine, buffer, draw_from(counter, requests), share=batch,
                                     parked_limit=parked_limit,
                                     settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, budget, 2),
-                                    streams=StreamKey(run_seed=0, iteration=iteration))
+                                    streams=StreamKey(run_seed=0, iteration=iteration),
+                                    policy_iteration=iteration - lag, exclude_segments_older_than=exclude)
         results.append((result, len(buffer), [g for g in buffer.groups if not g.finished]))
     return results
 
@@ -226,3 +229,35 @@ def test_an_overfull_buffer_completes_its_oldest_parked_groups_and_keeps_the_you
     assert result.groups_completed_over_budget == 2
     assert sorted(group.started_iteration for group in buffer.groups) == [3, 4, 5]  # the youngest wait, 8 more each
     assert all(len(t.response_ids) == 3 + 8 for group in buffer.groups for t in group.trajectories)
+
+
+def test_with_segment_exclusion_every_trained_group_keeps_tokens_in_the_loss():
+    """A finished group that waits past the loss's window (exclusion 0: trained in the iteration it finished, or
+    never; exclusion 1 with rollouts made ahead, likewise) would fill a batch slot with no token to learn from:
+    it is dropped and counted, and the batch is filled with groups that have loss tokens."""
+    for exclude, lag in ((0, 0), (1, 1), (1, 0)):
+        results = run_iterations(iterations=30, batch=8, parked_limit=32, budget=8, exclude=exclude, lag=lag)
+        for iteration, (result, _, _) in enumerate(results, start=1):
+            assert len(result.finished) == 8
+            batch = build_policy_batch(result.finished, pad_id=0, iteration=iteration,
+                                       exclude_segments_older_than=exclude)
+            assert (batch.token_counts.sum(dim=1) > 0).all(), (exclude, iteration)
+        assert sum(result.stale_groups_dropped for result, _, _ in results) > 0
+    assert sum(result.stale_groups_dropped for result, _, _ in run_iterations(30, 8, 32, budget=8)) == 0
+
+
+def test_continued_groups_count_as_finished_in_their_round_only_when_they_finished_within_the_budget():
+    """Continued groups completed in a later round (to keep the buffer bounded) did not finish in their round:
+    counting them would inflate the share round 0 expects to finish, and draw too few fresh problems."""
+    buffer = ReplayBuffer()
+    for started in (1, 2, 3):
+        group = Group(problem_index=started, started_iteration=started,
+                      trajectories=[Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
+        for trajectory in group.trajectories:
+            trajectory.extend([75, FILLER, FILLER], started)  # long: 37 tokens still to go, more than a budget
+        buffer.park([group])
+    roll_out_iteration(ScriptedEngine(), buffer, draw_from([100, 4]), share=4, parked_limit=3,
+                       settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, 8, 2),
+                       streams=StreamKey(run_seed=0, iteration=4))
+    counts = buffer.finish_counts
+    assert counts.continued == 3 and counts.continued_finished == 0
