@@ -19,7 +19,7 @@ from training.rollout.base import SamplingSettings
 from training.rollout.repeats import RepeatLimits
 from training.group_rewards import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
-from training.trajectories import Group
+from training.trajectories import Group, ReplayBuffer
 from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
 
 REPEAT_LIMITS = RepeatLimits()  # a block of <= 32 tokens repeated >= 4 times over >= 16 tokens
@@ -64,7 +64,7 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
                           session.rewards) if rollouts.finished else None
     samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
-        rank_results(rollouts, scored, len(session.buffer), iteration, samples)))
+        rank_results(rollouts, scored, session.buffer, iteration, samples)))
     if batch_results.scored is not None:
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
     if config.overlap_rollouts and iteration < config.iterations:  # the sampler has this batch's pass rates
@@ -145,15 +145,16 @@ class RolloutResults:
     problem_indices: list[int]  # (G,) problem of each finished group
     tokens_generated: int
     tokens_reused: int
-    parked: int
+    parked: int  # unfinished groups in the replay buffer (bounded by max_parked_groups)
     samples: list[SampleReport]  # responses kept for the sample browser
     counts: dict[str, float]  # summed over ranks
     oldest_token_iteration: int | None  # of the trained tokens; None without any
 
 
-def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parked: int, iteration: int,
+def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, buffer: ReplayBuffer, iteration: int,
                  samples: list[SampleReport]) -> RolloutResults:
-    """This rank's part of the iteration's results."""
+    """This rank's part of the iteration's results; `buffer` holds what waits for the next iteration."""
+    unfinished = sum(not group.finished for group in buffer.groups)
     finished = rollouts.finished
     trajectories = [t for group in finished for t in group.trajectories]
     reused = rollouts.tokens_carried_over  # from earlier iterations' rollouts (partial rollouts' parked segments)
@@ -162,9 +163,10 @@ def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, parke
               "response_tokens_trained": float(sum(len(t.token_iterations) for t in trajectories)),
               "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
               "stale_groups_dropped": float(rollouts.stale_groups_dropped),
+              "finished_groups_waiting": float(len(buffer) - unfinished),
               "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
-                          tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=parked,
+                          tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=unfinished,
                           samples=samples, counts=counts,
                           oldest_token_iteration=min((t.token_iterations[0] for t in trajectories
                                                       if t.token_iterations),
@@ -198,6 +200,7 @@ def iteration_report(iteration: int, results: RolloutResults, update: dict, seco
              "rollout_rounds": counts["rollout_rounds"] / max(1, distributed.current_context().world_size),
              "groups_completed_over_budget": counts["groups_completed_over_budget"],
              "stale_groups_dropped": counts["stale_groups_dropped"],
+             "finished_groups_waiting": counts["finished_groups_waiting"],
              "repeat_tokens_saved": counts["repeat_tokens_saved"],
              # policy versions inside the trained samples: 0 = all tokens from this iteration's policy
              "policy_version_span": float(iteration - results.oldest_token_iteration)

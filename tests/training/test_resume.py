@@ -34,7 +34,8 @@ def train(paths: RunPaths, model: str = "tiny", kill_after: int | None = None) -
 
     def on_iteration(report):
         # timings vary; the rollout rounds and parked groups follow the replay buffer's restored state
-        kept = {name: report.extra[name] for name in ("rollout_rounds", "groups_parked", "groups_trained")}
+        kept = {name: report.extra[name] for name in ("rollout_rounds", "groups_parked", "finished_groups_waiting",
+                                                      "groups_trained")}
         metrics[report.iteration] = dataclasses.astuple(dataclasses.replace(report, seconds=0.0, extra=kept))
         if report.iteration == kill_after:
             raise Killed()

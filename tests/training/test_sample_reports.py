@@ -99,6 +99,7 @@ def test_ranks_share_the_stored_samples_and_the_merge_keeps_rank_order():
 
     from training.iteration_rollouts import IterationRollouts
     from training.loop import merge_results, rank_results, stored_samples
+    from training.trajectories import ReplayBuffer
 
     groups, scored = fake_batch()
     config = SimpleNamespace(stored_samples_per_iteration=3)
@@ -106,8 +107,8 @@ def test_ranks_share_the_stored_samples_and_the_merge_keeps_rank_order():
     for rank in (0, 1):
         session = SimpleNamespace(config=config, records=RECORDS, context=SimpleNamespace(rank=rank, world_size=2))
         samples = stored_samples(session, groups, scored)
-        parts.append(rank_results(IterationRollouts(finished=groups, tokens_generated=10), scored, parked=0,
-                                  iteration=1, samples=samples))
+        parts.append(rank_results(IterationRollouts(finished=groups, tokens_generated=10), scored,
+                                  buffer=ReplayBuffer(), iteration=1, samples=samples))
     assert [len(part.samples) for part in parts] == [2, 1]  # 3 split as 2 + 1
     merged = merge_results(parts)
     assert [sample.response for sample in merged.samples] == ["a b c", "a", "a b c"]
