@@ -79,13 +79,13 @@ def rest_loss(logp: Tensor, token_counts: Tensor, rewards: Tensor,
               valid: Tensor) -> tuple[Tensor, dict[str, float]]:
     """The ReST baseline (report §3.5): token-mean negative log-likelihood of each group's best response.
 
-    logp (G, k) with grad; token_counts (G, k) response tokens; rewards (G, k); valid (G, k) bool.
-    The best is the valid response with the highest reward (ties: the first); only groups whose
-    best reward is > 0 take part. Returns (scalar, metrics); the loss is 0 * logp.sum() when none do.
+    logp (G, k) with grad; token_counts (G, k) response tokens in the loss; rewards (G, k); valid (G, k) bool.
+    The best is the response with the highest reward among the valid ones with tokens in the loss (ties: the
+    first; one whose tokens segment exclusion removed has nothing to fit); only groups whose best reward is > 0
+    take part (rest_groups_used). Returns (scalar, metrics); the loss is 0 * logp.sum() when none do.
     """
     valid = valid.bool()
-    masked_rewards = torch.where(valid, rewards.detach(), torch.full_like(rewards, float("-inf")))
-    best_reward, best = masked_rewards.max(dim=1)  # (G,); max returns the first maximal index
+    best_reward, best = _rest_best(rewards, valid, token_counts)
     used = best_reward > 0  # (G,)
     best_logp = logp.gather(1, best.unsqueeze(1)).squeeze(1)  # (G,)
     best_tokens = token_counts.gather(1, best.unsqueeze(1)).squeeze(1).clamp(min=1).to(logp.dtype)
@@ -100,6 +100,28 @@ def rest_loss(logp: Tensor, token_counts: Tensor, rewards: Tensor,
         "groups_used": float(used.sum()),
     }
     return loss, metrics
+
+
+def _rest_best(rewards: Tensor, valid: Tensor, token_counts: Tensor) -> tuple[Tensor, Tensor]:
+    """(G,) best reward and index among each group's valid responses with tokens in the loss (-inf: none)."""
+    trainable = valid.bool() & (token_counts > 0)
+    masked_rewards = torch.where(trainable, rewards.detach(), torch.full_like(rewards, float("-inf")))
+    return masked_rewards.max(dim=1)  # max returns the first maximal index
+
+
+def counted_groups(name: str, *, rewards: Tensor, valid: Tensor, token_counts: Tensor) -> Tensor:
+    """(G,) bool: the groups policy loss `name` averages over. The trainers weight each micro-batch's loss by how
+    many of them it holds, out of all ranks' count, so that a step's loss is the mean over every counted group
+    whatever the micro-batch size or the split over ranks: ReST counts the groups with a correct trainable
+    response, mirror descent every group with a valid response."""
+    if name == "rest":
+        return _rest_best(rewards, valid, token_counts)[0] > 0
+    return valid.bool().any(dim=1)
+
+
+def micro_share(counted: Tensor, total: int, groups: slice) -> float:
+    """The weight of a micro-batch's mean loss: its counted groups out of all ranks' `total` (0 when none count)."""
+    return int(counted[groups].sum()) / max(total, 1)
 
 
 def compute_policy_loss(name: str, *, logp: Tensor, ref_logp: Tensor, rewards: Tensor, valid: Tensor,

@@ -228,3 +228,48 @@ def test_token_kl_grows_only_linearly_where_the_update_dropped_a_token():
     ref = torch.zeros(1, 1)
     collapsed = torch.full((1, 1), -50.0)  # the updated policy all but forbids a sampled token
     assert token_kl(collapsed, ref, torch.ones(1, 1, dtype=torch.bool)) == pytest.approx(49.0)
+
+
+def test_rest_skips_a_best_response_whose_tokens_all_left_the_loss():
+    """With segment exclusion the first correct response may have no token left in the loss: ReST fits the
+    other correct one, which has some, rather than counting the group with nothing to learn."""
+    logp = torch.tensor([[-3.0, -6.0]], requires_grad=True)
+    token_counts, rewards, valid = torch.tensor([[0.0, 6.0]]), torch.tensor([[1.0, 1.0]]), torch.tensor([[True, True]])
+    loss, metrics = rest_loss(logp, token_counts, rewards, valid)
+    assert float(loss) == pytest.approx(1.0) and metrics["groups_used"] == 1.0
+    loss.backward()
+    assert logp.grad.tolist() == [[0.0, pytest.approx(-1 / 6)]]
+    only_excluded = rest_loss(logp, torch.tensor([[0.0, 6.0]]), torch.tensor([[1.0, 0.0]]), valid)[1]
+    assert only_excluded["groups_used"] == 0.0  # its only correct response has nothing to fit
+
+
+@pytest.mark.parametrize("policy_loss", ["rest", "mirror_descent"])
+def test_a_step_s_loss_and_gradient_do_not_depend_on_the_micro_batch_size(tiny_model_dir, policy_loss):
+    """Two groups all wrong, two with a correct response: ReST averages over the two that count whichever
+    micro-batches the groups fall into (before, a micro-batch holding all four halved their weight)."""
+    from common.knobs import parse_config
+    from training.batch import build_policy_batch
+    from training.config import RLConfig
+    from training.models.loading import load_model
+    from training.trainer.torch_trainer import TorchTrainer
+    from training.trajectories import Group, Trajectory
+
+    generator = torch.Generator().manual_seed(0)
+    groups = []
+    for index in range(4):
+        group = Group(index, 1, [Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
+        for trajectory in group.trajectories:
+            trajectory.extend(torch.randint(3, 200, (8 - index,), generator=generator).tolist(), 1)
+            trajectory.finish_reason = "stop"
+        groups.append(group)
+    batch = build_policy_batch(groups, 0, 1, None)
+    rewards = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    results = []
+    for micro_batch_size in (2, 4, 8):
+        config = parse_config(RLConfig, {"policy_loss": policy_loss, "micro_batch_size": micro_batch_size,
+                                         "pack_sequences": False, "max_grad_norm": 1e6})
+        trainer = TorchTrainer(load_model(str(tiny_model_dir)), config, torch.device("cpu"))
+        results.append(trainer.update(batch, rewards))
+    for metrics in results[1:]:
+        assert metrics["loss"] == pytest.approx(results[0]["loss"], rel=1e-5)
+        assert metrics["grad_norm"] == pytest.approx(results[0]["grad_norm"], rel=1e-4)

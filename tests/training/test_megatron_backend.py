@@ -59,7 +59,7 @@ def megatron_first_step(megatron, batch, rewards) -> dict:
 
     ref_sequence, _ = megatron._logprobs(batch)
     megatron.ddp.zero_grad_buffer()
-    shares = megatron._run(batch, ref_sequence, rewards, batch.groups)
+    shares = megatron._run(batch, ref_sequence, rewards, (torch.ones(batch.groups, dtype=torch.bool), batch.groups))
     grads = {name: p.main_grad.detach().cpu() for name, p in megatron.gpt.named_parameters()}
     grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout),
                            ModelShape.from_hf_config(megatron.model.config))
@@ -80,7 +80,8 @@ def torch_first_step(model_dir: str, batch, rewards) -> dict:
     trainer_ = torch_trainer(model_dir)
     ref_sequence, _ = trainer_.reference_logprobs(batch)
     trainer_.model.train()
-    loss = trainer_._backward_step(batch, ref_sequence, rewards, batch.groups)
+    loss = trainer_._backward_step(batch, ref_sequence, rewards, (torch.ones(batch.groups, dtype=torch.bool),
+                                                                  batch.groups))
     return {"loss": loss, "grads": {n: p.grad.clone() for n, p in trainer_.model.named_parameters()}}
 
 

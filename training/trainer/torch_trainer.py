@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from training import distributed
 from training.batch import PolicyBatch
-from training.losses import compute_policy_loss, token_kl
+from training.losses import compute_policy_loss, counted_groups, micro_share, token_kl
 from training.models.loading import is_vision_language
 from training.sampler_gap import sampler_gap_metrics, sampler_gap_sums
 from training.trainer.logprobs import token_logprobs
@@ -94,14 +94,17 @@ class TorchTrainer:
         if batch is not None:  # long groups share micro-batches, which then run at their own length
             order = batch.longest_first()
             batch, rewards = batch.select_groups(order), rewards[order]
-        total_groups = int(distributed.all_reduce_sum({"groups": batch.groups if batch else 0})["groups"])
+        counted = None if batch is None else counted_groups(
+            config.policy_loss, rewards=rewards, valid=batch.valid, token_counts=batch.token_counts)
+        total_groups = int(distributed.all_reduce_sum({"groups": int(counted.sum()) if batch else 0})["groups"])
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=0.0)
         self.model.eval()
         losses, grad_norms, reference = [], [], None
         for _ in range(config.gradient_steps_per_iteration):
             optimizer.zero_grad(set_to_none=True)
             recorded: list[tuple[torch.Tensor, torch.Tensor]] = []  # the first step's forward: the reference
-            losses.append(self._backward_step(batch, reference and reference[0], rewards, total_groups, recorded))
+            losses.append(self._backward_step(batch, reference and reference[0], rewards, (counted, total_groups),
+                                              recorded))
             if recorded:
                 reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
@@ -117,12 +120,13 @@ class TorchTrainer:
                 "kl": kl, **sampler_gap_metrics(totals)}
 
     def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
-                       rewards: torch.Tensor | None, total_groups: int,
+                       rewards: torch.Tensor | None, counted: tuple[torch.Tensor | None, int],
                        recorded: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> float:
         """Backward of this rank's micro-batches; returns its share of the step's loss.
 
         ref_sequence: (G, k) log-probs under pi_i; None at the first step, where each micro-batch's own
         forward is its reference, appended to `recorded` as ((g, k) sequence, (rows, T-1) token) log-probs.
+        counted: the (G,) groups the loss counts (losses.counted_groups) and their number over all ranks.
         Under DDP gradients are averaged once per step, on the last micro-batch (the others run in
         `no_sync`), so ranks with different numbers of micro-batches still meet in one all-reduce.
         """
@@ -135,7 +139,7 @@ class TorchTrainer:
             groups = slice(start, min(start + groups_per_micro, batch.groups))
             last = groups.stop == batch.groups
             with contextlib.nullcontext() if last or not self.distributed else self.wrapped.no_sync():
-                share, sequence, tokens = self._accumulate(batch, groups, ref_sequence, rewards, total_groups)
+                share, sequence, tokens = self._accumulate(batch, groups, ref_sequence, rewards, counted)
             step_loss += share
             if ref_sequence is None and recorded is not None:
                 recorded.append((sequence, tokens))
@@ -152,14 +156,15 @@ class TorchTrainer:
             tokens = token_logprobs(self.wrapped, input_ids, torch.ones_like(input_ids))
         (tokens.sum() * 0.0).backward()
 
-    def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor | None,
-                    rewards: torch.Tensor, total_groups: int) -> tuple[float, torch.Tensor, torch.Tensor]:
-        """Backward of one micro-batch's share of the mean loss over all ranks' groups.
+    def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor | None, rewards: torch.Tensor,
+                    counted: tuple[torch.Tensor, int]) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """Backward of one micro-batch's share of the mean loss over all ranks' counted groups.
 
         Returns that share and the micro-batch's (g, k) sequence and (rows, T-1) token log-probs, detached.
-        The share is loss * groups_in_micro / total_groups. DDP averages gradients over ranks, so
-        each rank back-propagates world_size times its share: the average is then the gradient of
-        the sum of all shares, the mean over every group of the batch whatever the ranks' counts.
+        The share is loss * counted_groups_in_micro / counted_groups_in_all (losses.counted_groups). DDP
+        averages gradients over ranks, so each rank back-propagates world_size times its share: the average is
+        then the gradient of the sum of all shares, the mean over every counted group of the batch whatever
+        the micro-batch size or the ranks' counts.
         """
         sequence, tokens = self.sequence_logprobs(batch, batch.rows(groups), grad=True)
         size = groups.stop - groups.start
@@ -170,7 +175,7 @@ class TorchTrainer:
             valid=batch.valid[groups].to(self.device), token_counts=batch.token_counts[groups].to(self.device),
             tau=self.config.tau, log_z_estimate=self.config.log_z_estimate,
         )
-        share = loss * (size / total_groups)
+        share = loss * micro_share(*counted, groups)
         (share * self.world_size).backward()
         return float(share.detach()), logp.detach(), tokens.detach()
 
