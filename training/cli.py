@@ -24,7 +24,7 @@ from common.knobs import ConfigError, config_to_dict, parse_config
 from common.paths import data_dir
 from common.prompt_files import guess_format, parse_prompt_file
 from training.config import RLConfig
-from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks
+from training.types import IterationReport, PromptRecord, RunPaths, TrainingHooks, images_refusal
 
 SYNTHETIC = "synthetic-arithmetic"
 CLI_KEYS = {"prompts": SYNTHETIC, "prompt_count": 256, "output_dir": "runs/cli"}
@@ -195,6 +195,9 @@ def train(args: argparse.Namespace) -> int:
     from training.backends import trainer_backends
 
     records = load_prompts(cli["prompts"], cli["prompt_count"], config.seed)
+    with_images = [record.prompt_id for record in records if record.image]
+    if with_images:
+        raise CliError(f"{args.config}: prompts: " + images_refusal(len(with_images), f"line {with_images[0]}"))
     # prompts plus max_response_tokens must fit the context window (checked here where the model's files are local,
     # and again, exactly, at run start)
     too_long = launch_context_errors(config, {r.prompt_id: r.problem for r in records}, args.models_dir)

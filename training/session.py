@@ -32,7 +32,7 @@ from training.sft import warmup_sft
 from training.tasks.arithmetic import warmup_traces
 from training.backends import trainer_classes
 from training.trajectories import ReplayBuffer
-from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks
+from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks, images_refusal
 
 WARMUP_TRACES = 20000
 
@@ -93,6 +93,9 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     """Resume from the run's newest checkpoint, or load the base model (and warm it up with SFT)."""
     if not records:
         raise ValueError("the prompt set is empty: add prompts before launching a run")
+    with_images = [record.prompt_id for record in records if record.image]
+    if with_images:
+        raise ValueError(images_refusal(len(with_images), f"prompt {with_images[0]}"))
     context = distributed.current_context()
     if config.overlap_rollouts and context.world_size > 1:
         raise ValueError(f"overlap_rollouts {OVERLAP_NEEDS_ONE_PROCESS}; this run has {context.world_size}")

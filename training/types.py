@@ -21,6 +21,13 @@ class PromptRecord:
     image: str = ""
 
 
+def images_refusal(with_images: int, first: str) -> str:
+    """Why an RL run refuses a prompt set with images (`with_images` of them; `first` names one)."""
+    return (f"{with_images} prompt(s) have an image (first: {first}): RL trains on text prompts only and would "
+            "leave the images out; use a prompt set without images (images are scored in evaluation suites, e.g. "
+            "MathVista)")
+
+
 @dataclass(frozen=True)
 class SampleReport:
     """One trained response, stored for the run page's sample browser."""

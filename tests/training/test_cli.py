@@ -176,3 +176,13 @@ def test_tags_are_a_json_list_in_jsonl_and_semicolon_separated_text_in_csv():
     assert jsonl[0].tags == csv[0].tags == ("a", "b")
     with pytest.raises(PromptFileError, match="^line 1: 'tags' must be a JSON list of strings"):
         parse_prompt_file(b'{"problem": "1+1?", "answer": "2", "tags": "a;b"}\n', "jsonl")
+
+
+def test_prompts_with_images_are_refused_rather_than_trained_without_them(capsys):
+    write("p.jsonl", '{"problem": "2+2", "answer": "4"}\n{"problem": "What does the plot show?", "answer": "a", '
+                     '"image": "plots/one.png"}\n')
+    write("t.yaml", "prompts: p.jsonl\noutput_dir: out\n")
+    assert refused(capsys, "t.yaml") == (
+        "mirrorlab-train: error: t.yaml: prompts: 1 prompt(s) have an image (first: line 2): RL trains on text "
+        "prompts only and would leave the images out; use a prompt set without images (images are scored in "
+        "evaluation suites, e.g. MathVista)")

@@ -199,6 +199,15 @@ def test_start_session_refuses_by_max_model_len(run_paths, no_model_loading):
         str(raised.value)
 
 
+def test_start_session_refuses_prompts_with_images_before_loading_anything(run_paths, no_model_loading):
+    records = [PromptRecord(prompt_id="p-1", problem="What is 2+3?", answer="5"),
+               PromptRecord(prompt_id="p-2", problem="What does the plot show?", answer="a", image="plot.png")]
+    with pytest.raises(ValueError) as raised:
+        session_module.start_session(config(trainer_backend="torch"), records, run_paths, TrainingHooks())
+    assert str(raised.value).startswith("1 prompt(s) have an image (first: prompt p-2): RL trains on text prompts "
+                                        "only and would leave the images out")
+
+
 def test_start_session_accepts_a_run_that_fits(run_paths):
     records = [PromptRecord(prompt_id="p-17", problem=long_problem(2008), answer="1")]
     session = session_module.start_session(config(trainer_backend="torch", max_response_tokens=40), records,

@@ -150,6 +150,21 @@ def test_a_run_on_an_empty_prompt_set_is_refused(api_for, project, alice):
     assert not RLRun.objects.exists()
 
 
+def test_a_run_on_prompts_with_images_is_refused_rather_than_trained_without_them(api_for, project, alice):
+    from webapp.prompts.models import Prompt, PromptSet
+
+    pictured = PromptSet.objects.create(project=project, name="pictured")
+    Prompt.objects.create(prompt_set=pictured, position=1, problem="2+2", answer="4")
+    Prompt.objects.create(prompt_set=pictured, position=2, problem="What does the plot show?", answer="a",
+                          image="plots/one.png")
+    response = post_run(api_for(alice), project, pictured)
+    assert response.status_code == 400
+    assert response.json() == {"prompt_set": [
+        "prompt set 'pictured': 1 prompt(s) have an image (first: #2): RL trains on text prompts only and would leave "
+        "the images out; use a prompt set without images (images are scored in evaluation suites, e.g. MathVista)"]}
+    assert not RLRun.objects.exists()
+
+
 def test_evaluating_every_n_iterations_needs_a_suite(api_for, project, prompt_set, suite, alice):
     api = api_for(alice)
     response = post_run(api, project, prompt_set, evaluate_every_iterations=5)

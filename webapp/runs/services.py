@@ -10,6 +10,7 @@ from django.db import transaction
 
 from common.path_rules import PathRefused
 from training.context_window import launch_context_errors
+from training.types import images_refusal
 from webapp.jobs import JobStatus
 from webapp.path_policy import checked_checkpoint_path
 from webapp.runs.models import RESUMABLE_STATUSES, RLRun
@@ -22,6 +23,10 @@ def run_launch_errors(prompt_set, evaluation_suite, config: Mapping[str, Any]) -
     if not prompt_set.prompts.exists():
         errors["prompt_set"] = (f"prompt set '{prompt_set.name}' has no prompts: upload prompts to it (or choose "
                                 "another set) before launching a run")
+    with_images = prompt_set.prompts.exclude(image="").order_by("position")
+    if "prompt_set" not in errors and with_images.exists():
+        errors["prompt_set"] = f"prompt set '{prompt_set.name}': " + images_refusal(
+            with_images.count(), f"#{with_images.first().position}")
     if config.get("evaluate_every_iterations", 0) > 0 and evaluation_suite is None:
         errors["evaluate_every_iterations"] = ("evaluates checkpoints on the run's suite, and none is chosen: "
                                                "choose an evaluation_suite or set evaluate_every_iterations to 0")
