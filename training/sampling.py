@@ -16,6 +16,11 @@ import numpy as np
 from training.registries import samplers
 
 DIFFICULTY_LADDER = ("easy", "medium", "hard", "expert")
+# Other datasets' names for the ladder's rungs (APPS, TACO), by rank on it; matched lowercased, "-" and " " as "_"
+LADDER_SYNONYMS = {"introductory": 0.0, "interview": 1.0, "competition": 2.0, "medium_hard": 1.5, "very_hard": 3.0}
+# Labels that say the difficulty is unknown: treated as unlabelled (never hard, last in a curriculum)
+UNKNOWN_DIFFICULTY = frozenset({"unknown", "unknown_difficulty", "unlabeled", "unlabelled", "none", "n/a", "?"})
+UNLABELLED = 3  # difficulty_sort_key's class of unlabelled problems
 
 
 class ProblemSampler:
@@ -80,11 +85,17 @@ class UniformSampler(ProblemSampler):
 
 
 def difficulty_sort_key(label: str) -> tuple:
-    """Orders labels: the ladder (easy < medium < hard < expert), then numbers, then others A-Z, then ""."""
+    """Orders labels: the ladder (easy < medium < hard < expert, with APPS' introductory < interview <
+    competition and TACO's medium_hard and very_hard on it), then numbers, then others A-Z, then unlabelled
+    ("" or a label saying the difficulty is unknown)."""
     text = (label or "").strip()
-    lowered = text.lower()
+    lowered = text.lower().replace("-", "_").replace(" ", "_")
     if lowered in DIFFICULTY_LADDER:
-        return (0, DIFFICULTY_LADDER.index(lowered), "")
+        return (0, float(DIFFICULTY_LADDER.index(lowered)), "")
+    if lowered in LADDER_SYNONYMS:
+        return (0, LADDER_SYNONYMS[lowered], "")
+    if lowered in UNKNOWN_DIFFICULTY:
+        text = ""
     try:
         number = float(text)
     except ValueError:
@@ -93,7 +104,7 @@ def difficulty_sort_key(label: str) -> tuple:
         return (1, number, "")
     if text:
         return (2, 0.0, text)
-    return (3, 0.0, "")  # unlabelled problems come last: their difficulty is unknown
+    return (UNLABELLED, 0.0, "")  # unlabelled problems come last: their difficulty is unknown
 
 
 class CurriculumSampler(ProblemSampler):
@@ -108,10 +119,14 @@ class CurriculumSampler(ProblemSampler):
         if curriculum_iterations < 1:
             raise ValueError(f"curriculum_iterations must be at least 1; got {curriculum_iterations}")
         self.curriculum_iterations = curriculum_iterations
-        self.levels = sorted({(label or "").strip() for label in difficulties}, key=difficulty_sort_key)
-        level_of = {label: index for index, label in enumerate(self.levels)}
-        self.level_index = np.array([level_of[(label or "").strip()] for label in difficulties],
-                                    dtype=np.int64)  # (n,)
+        keys = [difficulty_sort_key(label) for label in difficulties]
+        named = {}  # each level's first label: labels of one rung (easy, introductory) share a level
+        for key, label in zip(keys, difficulties):
+            named.setdefault(key, (label or "").strip())
+        ordered = sorted(named)
+        self.levels = [named[key] for key in ordered]
+        level_of = {key: index for index, key in enumerate(ordered)}
+        self.level_index = np.array([level_of[key] for key in keys], dtype=np.int64)  # (n,)
 
     @classmethod
     def from_records(cls, records: Sequence[Any], curriculum_iterations: int,
@@ -165,7 +180,7 @@ def hard_by_difficulty(difficulties: Sequence[str]) -> np.ndarray:
     numbers, then other labels A-Z); with L levels the top max(1, L // 2) are hard (the ladder: hard and
     expert). Unlabelled ("") problems are never hard: their difficulty is unknown.
     """
-    keys = [difficulty_sort_key(label) if (label or "").strip() else None for label in difficulties]
+    keys = [key if key[0] != UNLABELLED else None for key in map(difficulty_sort_key, difficulties)]
     levels = sorted({key for key in keys if key is not None})
     hard_levels = set(levels[len(levels) - max(1, len(levels) // 2):]) if levels else set()
     return np.array([key in hard_levels for key in keys], dtype=bool)

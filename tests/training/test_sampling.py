@@ -252,3 +252,16 @@ def test_the_config_refuses_warmup_then_hard_without_iterations_after_the_warm_u
     assert (config.hard_problems_by, config.hard_pass_rate_threshold) == ("pass_rate", 0.25)
     with pytest.raises(ConfigError):
         parse_config(RLConfig, {"hard_pass_rate_threshold": 1.5})
+
+
+def test_other_datasets_names_for_the_ladder_and_unknown_labels_are_understood():
+    """APPS (introductory < interview < competition) and TACO (EASY ... VERY_HARD, UNKNOWN_DIFFICULTY): sorted A-Z
+    they would make the easiest level the hardest; a label saying the difficulty is unknown is unlabelled."""
+    apps = ["introductory", "interview", "competition", "interview"]
+    assert hard_by_difficulty(apps).tolist() == [False, False, True, False]
+    assert CurriculumSampler(apps, curriculum_iterations=3).levels == ["introductory", "interview", "competition"]
+    taco = ["EASY", "MEDIUM", "MEDIUM_HARD", "HARD", "VERY_HARD", "UNKNOWN_DIFFICULTY"]
+    assert hard_by_difficulty(taco).tolist() == [False, False, False, True, True, False]
+    mixed = CurriculumSampler(["easy", "Introductory", "hard", "unknown", ""], curriculum_iterations=3)
+    assert mixed.levels == ["easy", "hard", "unknown"]  # easy and introductory one level; unknown with unlabelled
+    assert pool_of(mixed, 1) == {0, 1}

@@ -49,7 +49,8 @@ class DataSection:
         "difficulty",
         "warmup_then_hard only: what makes a problem hard. difficulty: its "
         "label is in the upper half of the set's difficulty levels (easy < medium < hard < "
-        "expert, then numbers, then other labels A-Z; at least the top level); pass_rate: "
+        "expert, APPS' introductory < interview < competition and TACO's labels on that "
+        "ladder, then numbers, then other labels A-Z; at least the top level); pass_rate: "
         "its measured pass rate is at most hard_pass_rate_threshold (a high pass rate is "
         "easy). Problems without a label, or without a pass rate, are never hard.",
         group="data",
