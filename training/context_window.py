@@ -18,8 +18,9 @@ from training.prompting import INSTRUCTION, prompt_text
 # Names Hugging Face configs give the longest sequence; where several are present the smallest counts (as vLLM).
 WINDOW_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "max_seq_length",
                "seq_length", "seq_len")
-# Rope scalings that stretch the positions the config names (as vLLM reads them).
-STRETCHING_ROPE_TYPES = ("linear", "yarn")
+# Rope scalings whose config already names the stretched window, so their factor is not applied again (vLLM 0.32's
+# rule, as transformers' YaRN code assumes); any other type with a factor (linear, dynamic) stretches it.
+SCALED_WINDOW_ROPE_TYPES = ("default", "su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 
 
 class ContextWindowError(ValueError):
@@ -33,7 +34,8 @@ class ContextWindowError(ValueError):
 def config_window(config: Mapping[str, Any]) -> int | None:
     """The context window a Hugging Face config (as a dict) gives, or None when it names none.
 
-    A vision-language config holds it in text_config; a linear or yarn rope scaling stretches it by its factor.
+    A vision-language config holds it in text_config; a rope scaling of a stretching type (linear, dynamic)
+    multiplies it by its factor, as vLLM does; YaRN, llama3 and longrope configs name the stretched window already.
     """
     text_config = config.get("text_config")
     if isinstance(text_config, Mapping) and any(_positive_int(text_config.get(key)) for key in WINDOW_KEYS):
@@ -43,11 +45,11 @@ def config_window(config: Mapping[str, Any]) -> int | None:
         return None
     window = min(windows)
     rope = config.get("rope_scaling") or config.get("rope_parameters")
-    if isinstance(rope, Mapping) and (rope.get("rope_type") or rope.get("type")) in STRETCHING_ROPE_TYPES:
+    rope_type = (rope.get("rope_type") or rope.get("type")) if isinstance(rope, Mapping) else None
+    if rope_type and rope_type not in SCALED_WINDOW_ROPE_TYPES and "gemma3" not in str(config.get("model_type")):
         factor = rope.get("factor")
         if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 1:
-            base = _positive_int(rope.get("original_max_position_embeddings")) or window
-            window = int(base * factor)
+            window = int(window * factor)
     return window
 
 

@@ -38,9 +38,13 @@ def config(**knobs) -> RLConfig:
     ({"n_positions": 1024}, 1024),  # GPT-2
     ({"seq_length": 8192, "max_position_embeddings": 32768}, 8192),  # several names: the smallest, as vLLM
     ({"text_config": {"max_position_embeddings": 2048}, "vision_config": {"image_size": 224}}, 2048),
+    # rope scalings as vLLM 0.32 and the torch engine read them: YaRN configs name the stretched window already
     ({"max_position_embeddings": 32768,
-      "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}, 131072),
-    ({"max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0}}, 4096),
+      "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}, 32768),
+    ({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, 131072),
+    ({"max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0}}, 8192),
+    ({"max_position_embeddings": 4096, "rope_parameters": {"rope_type": "linear", "factor": 2.0}}, 8192),
+    ({"max_position_embeddings": 4096, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}, 4096),
     ({"hidden_size": 64}, None),
 ])
 def test_the_window_is_read_from_a_hugging_face_config(hf_config, window):

@@ -74,3 +74,20 @@ def test_the_torch_engine_refuses_a_request_beyond_the_context_window_instead_of
     with pytest.raises(ValueError, match=rf"request 1: a prompt of {window - 8} tokens plus 16 new tokens exceeds "
                                          rf"the model's context window of {window}"):
         engine.generate([RolloutRequest((5, 6, 7)), RolloutRequest((5,) * (window - 8))], SamplingSettings(16))
+
+
+def test_the_torch_engine_reads_a_rope_scaled_window_as_the_launch_check_does(tiny):
+    """A linear rope scaling of factor 2 doubles the window (as vLLM and the launch check read it): a request
+    between the two fits."""
+    import copy
+
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = tiny
+    window = model.config.max_position_embeddings
+    scaled = copy.deepcopy(model)
+    scaled.config.rope_parameters = {**(scaled.config.rope_parameters or {}), "rope_type": "linear", "factor": 2.0}
+    engine = TorchRolloutEngine(scaled, tokenizer)
+    engine._check_context([RolloutRequest((5,) * window)], [16])  # 2048 + 16 tokens: inside 4096
+    with pytest.raises(ValueError, match=rf"the model's context window of {2 * window}"):
+        engine._check_context([RolloutRequest((5,) * (2 * window))], [16])

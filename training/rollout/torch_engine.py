@@ -20,6 +20,7 @@ from training.rollout.base import (
     FINISH_LENGTH, FINISH_REPEAT, FINISH_STOP, Completion, EngineSettings, RolloutRequest, SamplingSettings,
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
+from training.context_window import config_window
 from training.rollout.bucketed_prefill import bucketed_prefill
 from training.rollout.lean_decoding import (KeptBuffers, compiled_step, cudagraph_skips, decode_step,
                                             lean_cache_supported, lean_decode)
@@ -106,9 +107,9 @@ class TorchRolloutEngine(SharedDeviceEngine):
         return results  # type: ignore[return-value]
 
     def _check_context(self, requests: Sequence[RolloutRequest], limits: list[int]) -> None:
-        """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently."""
-        config = getattr(self.model.config, "text_config", None) or self.model.config
-        window = getattr(config, "max_position_embeddings", None)
+        """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently.
+        The window is read as the launch check reads it (context_window.config_window: rope scaling included)."""
+        window = config_window(self.model.config.to_dict())
         for index, (request, limit) in enumerate(zip(requests, limits)):
             if window is not None and not request.images:  # image placeholders grow in the engine: not counted here
                 check_room(index, request, limit, window, "the model's context window")
