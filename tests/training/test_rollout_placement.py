@@ -65,6 +65,22 @@ def test_an_engine_in_another_dtype_samples_from_its_own_copy_and_follows_weight
     assert next(model.parameters()).dtype == torch.float32  # the trainer's model is untouched
 
 
+def test_a_bfloat16_copy_keeps_the_rotary_frequencies_in_float32_through_weight_updates(tiny):
+    """Only the parameters are rounded: the rotary inverse frequencies (a buffer outside the state dict, which no
+    weight update restores) stay the trainer's float32 ones, so positions thousands of tokens in rotate alike."""
+    from training.rollout.torch_engine import TorchRolloutEngine
+
+    model, tokenizer = tiny
+    engine = TorchRolloutEngine(model, tokenizer, dtype=torch.bfloat16)
+    engine.update_weights(model)
+    ours, trainers = engine.model.model.rotary_emb, model.model.rotary_emb
+    assert ours.inv_freq.dtype == torch.float32 and torch.equal(ours.inv_freq, trainers.inv_freq)
+    assert {parameter.dtype for parameter in engine.model.parameters()} == {torch.bfloat16}
+    positions = torch.tensor([[3000]])
+    probe = torch.zeros(1, 1, model.config.hidden_size)
+    assert torch.allclose(ours(probe, positions)[0].float(), trainers(probe, positions)[0].float(), atol=1e-2)
+
+
 def test_the_torch_engine_refuses_a_request_beyond_the_context_window_instead_of_running_past_it(tiny):
     from training.rollout.torch_engine import TorchRolloutEngine
 

@@ -238,3 +238,67 @@ def test_sampled_log_probs_read_alike_from_vllms_flat_lists_and_its_dicts():
     assert sampled_logprobs(dicts, tokens) == sampled_logprobs(flat, tokens) == (-0.5, -1.25, -3.0)
     with pytest.raises(RuntimeError, match="sampled tokens"):
         sampled_logprobs(flat, (5, 9, 3))
+
+
+@pytest.mark.slow
+@requires_vllm
+def test_a_tied_lm_head_follows_the_weight_updates(tiny, tmp_path):
+    """Most small instruct models tie the LM head to the embedding (Qwen2.5-0.5B): the update sends it once, as
+    the embedding, and vLLM's packed copy of the head (on a CPU) must be rebuilt from it, or the engine samples
+    from the head loaded at start while the trainer moves on."""
+    from transformers import Qwen2ForCausalLM
+
+    from training.models.loading import load_model
+    from training.rollout.torch_engine import TorchRolloutEngine
+    from training.rollout.vllm_engine import build
+
+    model, tokenizer, _ = tiny
+    config = copy.deepcopy(model.config)
+    config.tie_word_embeddings = True
+    torch.manual_seed(1)
+    Qwen2ForCausalLM(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    tied = load_model(str(tmp_path))
+    assert tied.lm_head.weight is tied.model.embed_tokens.weight
+    engine = build(tied, tokenizer, str(tmp_path), EngineSettings(rollout_dtype="float32"))
+    try:
+        with torch.no_grad():
+            for parameter in tied.parameters():
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+        engine.update_weights(tied)
+        requests = [RolloutRequest(tuple(tokenizer(f"Problem: {a} + {b} =")["input_ids"])) for a, b in
+                    ((1, 2), (33, 4), (5, 67))]
+        got = engine.generate(requests, SamplingSettings(max_new_tokens=20, temperature=0.0))
+        want = TorchRolloutEngine(tied, tokenizer).generate(requests, SamplingSettings(max_new_tokens=20,
+                                                                                        temperature=0.0))
+    finally:
+        engine.close()
+    assert [g[0].token_ids for g in got] == [g[0].token_ids for g in want]
+    for ours, reference in zip(got, want):
+        assert torch.allclose(torch.tensor(ours[0].logprobs), torch.tensor(reference[0].logprobs), atol=1e-4)
+
+
+@requires_vllm
+def test_the_engine_schedules_synchronously_so_the_repeat_check_sees_every_token(tiny_model_dir, monkeypatch):
+    """Under vLLM's async scheduling (its GPU default) a logits processor reads each newest token as a -1
+    placeholder, and the repeat check never fires; the engine asks vLLM to schedule synchronously."""
+    import vllm
+
+    from training.models.loading import load_model, load_tokenizer
+    from training.rollout.vllm_engine import build
+
+    class Built(Exception):
+        pass
+
+    asked = {}
+
+    def recording_llm(**options):
+        asked.update(options)
+        raise Built
+
+    monkeypatch.setattr(vllm, "LLM", recording_llm)
+    directory = str(tiny_model_dir)
+    with pytest.raises(Built):
+        build(load_model(directory), load_tokenizer(directory), directory, EngineSettings())
+    assert asked["async_scheduling"] is False
+    assert asked["logits_processors"] == ["training.rollout.vllm_repeat_stop:RepeatStopLogitsProcessor"]

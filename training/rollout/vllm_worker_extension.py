@@ -19,3 +19,22 @@ class WeightUpdateExtension:
         tensors = load(bytes(blob))
         self.reload_weights(weights_iterator=iter(tensors.items()))  # provided by vLLM's Worker
         return len(tensors)
+
+    def refresh_shared_weights(self) -> int:
+        """Redo vLLM's after-load step for layers whose weight is another layer's (a tied LM head); returns how many.
+
+        Call it after the last blob of an update. A reload post-processes only the layers that received tensors,
+        and a tied head receives none (its weight arrives as the embedding's); on a CPU vLLM computes logits from
+        a packed copy of the head made in that step, which would otherwise keep the weights loaded at start.
+        """
+        import torch
+
+        sharing: dict[int, list] = {}
+        for module in self.model_runner.model.modules():
+            weight = getattr(module, "weight", None)
+            if isinstance(weight, torch.nn.Parameter) and getattr(module, "quant_method", None) is not None:
+                sharing.setdefault(id(weight), []).append(module)
+        refreshed = [module for modules in sharing.values() if len(modules) > 1 for module in modules]
+        for module in refreshed:
+            module.quant_method.process_weights_after_loading(module)
+        return len(refreshed)
