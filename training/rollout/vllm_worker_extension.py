@@ -32,7 +32,9 @@ class WeightUpdateExtension:
         sharing: dict[int, list] = {}
         for module in self.model_runner.model.modules():
             weight = getattr(module, "weight", None)
-            if isinstance(weight, torch.nn.Parameter) and getattr(module, "quant_method", None) is not None:
+            # unquantized layers only: a quantized layer's after-load step may transform its weight, not repeatable
+            if isinstance(weight, torch.nn.Parameter) and \
+                    type(getattr(module, "quant_method", None)).__name__ == "UnquantizedEmbeddingMethod":
                 sharing.setdefault(id(weight), []).append(module)
         refreshed = [module for modules in sharing.values() if len(modules) > 1 for module in modules]
         for module in refreshed:
