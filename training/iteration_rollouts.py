@@ -76,7 +76,8 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     carried = sorted(buffer.take_all(), key=lambda group: group.age)
     stale = [] if exclude_segments_older_than is None else \
         _stale(carried, streams.iteration - exclude_segments_older_than)
-    carried = [group for group in carried if not any(group is dropped for dropped in stale)]
+    dropped = {id(group) for group in stale}
+    carried = [group for group in carried if id(group) not in dropped]
     carried_tokens = {id(t): len(t.response_ids) for group in carried for t in group.trajectories}
     result = IterationRollouts(finished=[group for group in carried if group.finished],
                                stale_groups_dropped=len(stale))
@@ -102,7 +103,8 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
                                     "round(s)")
         waiting += _roll(engine, budgeted, complete, settings, limits,
                          dataclasses.replace(streams, round=result.rounds), policy_iteration, result)
-        in_budget = [group for group in fresh if not any(group is forced for forced in complete)]
+        completing = {id(group) for group in complete}
+        in_budget = [group for group in fresh if id(group) not in completing]
         fresh_rolled += len(in_budget)
         fresh_finished += sum(group.finished for group in in_budget)
         if continued_finished is None:

@@ -9,6 +9,7 @@ responses; invalid entries are treated as absent and may hold any value, NaN inc
 from __future__ import annotations
 
 import inspect
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -82,7 +83,7 @@ def rest_loss(logp: Tensor, token_counts: Tensor, rewards: Tensor,
     logp (G, k) with grad; token_counts (G, k) response tokens in the loss; rewards (G, k); valid (G, k) bool.
     The best is the response with the highest reward among the valid ones with tokens in the loss (ties: the
     first; one whose tokens segment exclusion removed has nothing to fit); only groups whose best reward is > 0
-    take part (rest_groups_used). Returns (scalar, metrics); the loss is 0 * logp.sum() when none do.
+    take part (as counted_groups says). Returns (scalar, metrics); the loss is 0 * logp.sum() when none do.
     """
     valid = valid.bool()
     best_reward, best = _rest_best(rewards, valid, token_counts)
@@ -119,9 +120,15 @@ def counted_groups(name: str, *, rewards: Tensor, valid: Tensor, token_counts: T
     return valid.bool().any(dim=1)
 
 
-def micro_share(counted: Tensor, total: int, groups: slice) -> float:
-    """The weight of a micro-batch's mean loss: its counted groups out of all ranks' `total` (0 when none count)."""
-    return int(counted[groups].sum()) / max(total, 1)
+class GroupWeights(NamedTuple):
+    """Which of a rank's groups the loss counts ((G,) bool, None without groups) and how many all ranks count."""
+
+    counted: Tensor | None
+    total: int
+
+    def share(self, groups: slice) -> float:
+        """The weight of a micro-batch's mean loss: its counted groups out of all ranks' (0 when none count)."""
+        return int(self.counted[groups].sum()) / max(self.total, 1)
 
 
 def compute_policy_loss(name: str, *, logp: Tensor, ref_logp: Tensor, rewards: Tensor, valid: Tensor,

@@ -52,6 +52,13 @@ def the_batch(groups=None):
     return build_policy_batch(groups or hand_built_groups(), 0, 1, None)
 
 
+def all_groups(batch):
+    """Loss weights that count every group of `batch`, on one rank."""
+    from training.losses import GroupWeights
+
+    return GroupWeights(torch.ones(batch.groups, dtype=torch.bool), batch.groups)
+
+
 def megatron_first_step(megatron, batch, rewards) -> dict:
     """Loss share and Hugging Face-named gradients of one backward pass (no optimizer step)."""
     from training.megatron.state import gather_tensor_parallel
@@ -59,7 +66,7 @@ def megatron_first_step(megatron, batch, rewards) -> dict:
 
     ref_sequence, _ = megatron._logprobs(batch)
     megatron.ddp.zero_grad_buffer()
-    shares = megatron._run(batch, ref_sequence, rewards, (torch.ones(batch.groups, dtype=torch.bool), batch.groups))
+    shares = megatron._run(batch, ref_sequence, rewards, all_groups(batch))
     grads = {name: p.main_grad.detach().cpu() for name, p in megatron.gpt.named_parameters()}
     grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout),
                            ModelShape.from_hf_config(megatron.model.config))
@@ -80,8 +87,7 @@ def torch_first_step(model_dir: str, batch, rewards) -> dict:
     trainer_ = torch_trainer(model_dir)
     ref_sequence, _ = trainer_.reference_logprobs(batch)
     trainer_.model.train()
-    loss = trainer_._backward_step(batch, ref_sequence, rewards, (torch.ones(batch.groups, dtype=torch.bool),
-                                                                  batch.groups))
+    loss = trainer_._backward_step(batch, ref_sequence, rewards, all_groups(batch))
     return {"loss": loss, "grads": {n: p.grad.clone() for n, p in trainer_.model.named_parameters()}}
 
 

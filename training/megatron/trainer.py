@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from training.batch import PolicyBatch
-from training.losses import compute_policy_loss, counted_groups, k3_terms, micro_share
+from training.losses import GroupWeights, compute_policy_loss, counted_groups, k3_terms
 from training.megatron.batching import equal_micro_batches, union_over_model_parallel_ranks
 from training.megatron.logprobs import logprobs_from_sharded_logits
 from training.megatron.memory import TrainerMemory, clear_adam_state
@@ -67,8 +67,8 @@ class MegatronTrainer:
         batch, rewards = union_over_model_parallel_ranks(batch, rewards)
         counted = None if batch is None else counted_groups(
             self.config.policy_loss, rewards=rewards, valid=batch.valid, token_counts=batch.token_counts)
-        total_groups = int(self._sum_over_replicas({"groups": float(counted.sum()) if batch else 0.0},
-                                                   every_rank=True)["groups"])
+        weights = GroupWeights(counted, int(self._sum_over_replicas(
+            {"groups": float(counted.sum()) if batch else 0.0}, every_rank=True)["groups"]))
         clear_adam_state(self.optimizer)  # each iteration starts from a fresh optimizer
         self.ddp.train()
         losses, grad_norms, ref_sequence, ref_tokens = [], [], None, None
@@ -76,7 +76,7 @@ class MegatronTrainer:
             self.ddp.zero_grad_buffer()
             self.optimizer.zero_grad()
             recorded: dict[int, torch.Tensor] = {}  # the first step's token log-probs: the reference
-            shares = self._run(batch, ref_sequence, rewards, (counted, total_groups),
+            shares = self._run(batch, ref_sequence, rewards, weights,
                                collect=None if step else lambda groups, tokens: recorded.__setitem__(
                                    groups.start, tokens.cpu()))
             if step == 0 and batch is not None:
@@ -119,7 +119,7 @@ class MegatronTrainer:
         for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
             optimizer.reload_model_params(state_dict=exact)
 
-    def _run(self, batch, ref_sequence, rewards, counted: tuple, forward_only: bool = False,
+    def _run(self, batch, ref_sequence, rewards, weights: GroupWeights | None, forward_only: bool = False,
              collect=None) -> list[float]:
         """One pass of Megatron's schedule over the batch's micro-batches; returns this rank's loss shares.
 
@@ -147,7 +147,7 @@ class MegatronTrainer:
                 collect(groups, tokens.detach())
             if groups is None or forward_only:  # a rank without groups joins the gradient reduction with zeros
                 return tokens.sum() * 0.0, {}
-            share = self._loss_share(batch, groups, tokens, ref_sequence, rewards, counted)
+            share = self._loss_share(batch, groups, tokens, ref_sequence, rewards, weights)
             shares.append(float(share.detach()))
             # Megatron divides by the micro-batch count and DDP averages over data-parallel replicas:
             # undo both, so the gradient is that of the sum of shares, the mean over all groups.
@@ -158,9 +158,9 @@ class MegatronTrainer:
             num_microbatches=len(micro), seq_length=width, micro_batch_size=rows, forward_only=forward_only)
         return shares
 
-    def _loss_share(self, batch, groups: slice, tokens, ref_sequence, rewards, counted: tuple):
-        """loss(micro-batch groups) * its counted groups / all ranks' (counted: the (G,) mask and that total), as
-        TorchTrainer computes it."""
+    def _loss_share(self, batch, groups: slice, tokens, ref_sequence, rewards, weights: GroupWeights):
+        """loss(micro-batch groups) * its counted groups / all ranks' (losses.GroupWeights), as TorchTrainer
+        computes it."""
         rows = batch.rows(groups)
         size = groups.stop - groups.start
         sequence = (tokens * batch.loss_mask[rows].to(tokens.device)).sum(dim=1).view(size, batch.samples)
@@ -170,14 +170,14 @@ class MegatronTrainer:
             rewards=rewards[groups].to(tokens.device), valid=batch.valid[groups].to(tokens.device),
             token_counts=batch.token_counts[groups].to(tokens.device), tau=self.config.tau,
             log_z_estimate=self.config.log_z_estimate)
-        return loss * micro_share(*counted, groups)
+        return loss * weights.share(groups)
 
     @torch.no_grad()
     def _logprobs(self, batch: PolicyBatch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Sequence (G, k) and token (N, T-1) log-probs of the whole batch, no grad; None off the last stage."""
         parts: dict[int, torch.Tensor] = {}
         self.ddp.eval()
-        self._run(batch, None, None, (None, 1), forward_only=True,
+        self._run(batch, None, None, None, forward_only=True,
                   collect=lambda groups, tokens: parts.__setitem__(groups.start, tokens.cpu()))
         return self._joined(batch, parts)
 

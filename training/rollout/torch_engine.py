@@ -59,6 +59,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         self.eos_id = tokenizer.eos_token_id
         self.max_batch_sequences = max_batch_sequences
         self.vision = vision
+        self.window = config_window(self.model.config.to_dict())  # as the launch check reads it (rope scaling)
         self.bucket_prefill = True  # prompts of very different lengths prefill apart (rollout.bucketed_prefill)
         self.static_cache = True  # CPU calls of few new tokens beside long prompts decode into a static cache
         self.segment_steps: int | None = SEGMENT_STEPS  # rows that ended leave the batch this often (None: never)
@@ -107,12 +108,10 @@ class TorchRolloutEngine(SharedDeviceEngine):
         return results  # type: ignore[return-value]
 
     def _check_context(self, requests: Sequence[RolloutRequest], limits: list[int]) -> None:
-        """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently.
-        The window is read as the launch check reads it (context_window.config_window: rope scaling included)."""
-        window = config_window(self.model.config.to_dict())
+        """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently."""
         for index, (request, limit) in enumerate(zip(requests, limits)):
-            if window is not None and not request.images:  # image placeholders grow in the engine: not counted here
-                check_room(index, request, limit, window, "the model's context window")
+            if self.window is not None and not request.images:  # image placeholders grow in the engine: not counted
+                check_room(index, request, limit, self.window, "the model's context window")
 
     def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest], limits: list[int]) -> list[list[int]]:
         """Split request indices (longest limit first) into generate calls of at most the row budget."""

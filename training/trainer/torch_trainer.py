@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from training import distributed
 from training.batch import PolicyBatch
-from training.losses import compute_policy_loss, counted_groups, micro_share, token_kl
+from training.losses import GroupWeights, compute_policy_loss, counted_groups, token_kl
 from training.models.loading import is_vision_language
 from training.sampler_gap import sampler_gap_metrics, sampler_gap_sums
 from training.trainer.logprobs import token_logprobs
@@ -96,15 +96,15 @@ class TorchTrainer:
             batch, rewards = batch.select_groups(order), rewards[order]
         counted = None if batch is None else counted_groups(
             config.policy_loss, rewards=rewards, valid=batch.valid, token_counts=batch.token_counts)
-        total_groups = int(distributed.all_reduce_sum({"groups": int(counted.sum()) if batch else 0})["groups"])
+        weights = GroupWeights(counted, int(distributed.all_reduce_sum(
+            {"groups": int(counted.sum()) if batch else 0})["groups"]))
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=0.0)
         self.model.eval()
         losses, grad_norms, reference = [], [], None
         for _ in range(config.gradient_steps_per_iteration):
             optimizer.zero_grad(set_to_none=True)
             recorded: list[tuple[torch.Tensor, torch.Tensor]] = []  # the first step's forward: the reference
-            losses.append(self._backward_step(batch, reference and reference[0], rewards, (counted, total_groups),
-                                              recorded))
+            losses.append(self._backward_step(batch, reference and reference[0], rewards, weights, recorded))
             if recorded:
                 reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
@@ -120,13 +120,13 @@ class TorchTrainer:
                 "kl": kl, **sampler_gap_metrics(totals)}
 
     def _backward_step(self, batch: PolicyBatch | None, ref_sequence: torch.Tensor | None,
-                       rewards: torch.Tensor | None, counted: tuple[torch.Tensor | None, int],
+                       rewards: torch.Tensor | None, weights: GroupWeights,
                        recorded: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> float:
         """Backward of this rank's micro-batches; returns its share of the step's loss.
 
         ref_sequence: (G, k) log-probs under pi_i; None at the first step, where each micro-batch's own
         forward is its reference, appended to `recorded` as ((g, k) sequence, (rows, T-1) token) log-probs.
-        counted: the (G,) groups the loss counts (losses.counted_groups) and their number over all ranks.
+        weights: the groups the loss counts (losses.counted_groups) and their number over all ranks.
         Under DDP gradients are averaged once per step, on the last micro-batch (the others run in
         `no_sync`), so ranks with different numbers of micro-batches still meet in one all-reduce.
         """
@@ -139,7 +139,7 @@ class TorchTrainer:
             groups = slice(start, min(start + groups_per_micro, batch.groups))
             last = groups.stop == batch.groups
             with contextlib.nullcontext() if last or not self.distributed else self.wrapped.no_sync():
-                share, sequence, tokens = self._accumulate(batch, groups, ref_sequence, rewards, counted)
+                share, sequence, tokens = self._accumulate(batch, groups, ref_sequence, rewards, weights)
             step_loss += share
             if ref_sequence is None and recorded is not None:
                 recorded.append((sequence, tokens))
@@ -157,7 +157,7 @@ class TorchTrainer:
         (tokens.sum() * 0.0).backward()
 
     def _accumulate(self, batch: PolicyBatch, groups: slice, ref_sequence: torch.Tensor | None, rewards: torch.Tensor,
-                    counted: tuple[torch.Tensor, int]) -> tuple[float, torch.Tensor, torch.Tensor]:
+                    weights: GroupWeights) -> tuple[float, torch.Tensor, torch.Tensor]:
         """Backward of one micro-batch's share of the mean loss over all ranks' counted groups.
 
         Returns that share and the micro-batch's (g, k) sequence and (rows, T-1) token log-probs, detached.
@@ -175,7 +175,7 @@ class TorchTrainer:
             valid=batch.valid[groups].to(self.device), token_counts=batch.token_counts[groups].to(self.device),
             tau=self.config.tau, log_z_estimate=self.config.log_z_estimate,
         )
-        share = loss * micro_share(*counted, groups)
+        share = loss * weights.share(groups)
         (share * self.world_size).backward()
         return float(share.detach()), logp.detach(), tokens.detach()
 
