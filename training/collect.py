@@ -34,7 +34,7 @@ class StreamKey:
 
     def seed(self, group: Group, sample_index: int) -> int:
         return stream_seed(self.run_seed, self.iteration, self.round, self.rank, group.started_iteration,
-                           group.draw_position, group.problem_index, sample_index)
+                           group.draw_position, group.drawn_rank, group.problem_index, sample_index)
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,10 @@ class CollectedRollouts:
 
 
 def new_groups(problem_indices: Sequence[int], prompts: Sequence[tuple[int, ...]], iteration: int,
-               samples: int, first_position: int = 0) -> list[Group]:
-    """Fresh groups of `samples` empty responses; draw positions count on from `first_position`."""
+               samples: int, first_position: int = 0, rank: int = 0) -> list[Group]:
+    """Fresh groups of `samples` empty responses drawn by `rank`; draw positions count on from `first_position`."""
     return [Group(problem_index=int(index), started_iteration=iteration, draw_position=first_position + offset,
+                  drawn_rank=rank,
                   trajectories=[Trajectory(prompt_ids=prompts[index]) for _ in range(samples)])
             for offset, index in enumerate(problem_indices)]
 

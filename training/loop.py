@@ -125,7 +125,7 @@ def draw_groups(session: RunSession, iteration: int, count: int, first_position:
     drawn = session.sampler.sample(iteration, sum(wanted), session.numpy_rng) if sum(wanted) else []
     first = sum(wanted[:context.rank])
     return new_groups(drawn[first:first + count], session.prompts, iteration, session.config.samples_per_problem,
-                      first_position)
+                      first_position, context.rank)
 
 
 def stored_samples(session: RunSession, finished: list[Group], scored: ScoredGroups | None) -> list[SampleReport]:

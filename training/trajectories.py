@@ -46,16 +46,17 @@ class Group:
     problem_index: int
     started_iteration: int
     trajectories: list[Trajectory]
-    draw_position: int = 0  # its place among the problems drawn in started_iteration (keys its random streams)
+    draw_position: int = 0  # its place among the problems its rank drew in started_iteration (keys its streams)
+    drawn_rank: int = 0  # the rank that drew it: with the two above, unique in a run (a resume may move it)
 
     @property
     def finished(self) -> bool:
         return all(trajectory.finished for trajectory in self.trajectories)
 
     @property
-    def age(self) -> tuple[int, int]:
-        """Sort key, oldest draw first: (iteration it was drawn in, draw position)."""
-        return self.started_iteration, self.draw_position
+    def age(self) -> tuple[int, int, int]:
+        """Sort key, oldest draw first: (iteration it was drawn in, draw position, rank that drew it)."""
+        return self.started_iteration, self.draw_position, self.drawn_rank
 
 
 FINISH_COUNT_DECAY = 0.5  # weight of an iteration's counts one iteration later
@@ -117,7 +118,7 @@ def groups_from_state(state: list[dict]) -> list[Group]:
     """The groups of groups_state."""
     return [
         Group(problem_index=item["problem_index"], started_iteration=item["started_iteration"],
-              draw_position=item.get("draw_position", 0),
+              draw_position=item.get("draw_position", 0), drawn_rank=item.get("drawn_rank", 0),
               trajectories=[Trajectory(prompt_ids=tuple(t["prompt_ids"]), response_ids=list(t["response_ids"]),
                                        token_iterations=list(t["token_iterations"]),
                                        finish_reason=t["finish_reason"],

@@ -7,18 +7,20 @@ any two identical responses would mean two samples shared a stream.
 from __future__ import annotations
 
 import importlib.util
-from training.rollout.base import EngineSettings
+from dataclasses import asdict
 
 import pytest
 import torch
 
 from common.knobs import parse_config
 from training.batch import build_policy_batch
+from training.checkpoint import replay_buffer_for_rank, replay_buffer_state
 from training.collect import RolloutLimits, StreamKey, collect_rollouts, new_groups
 from training.config import RLConfig
 from training.prompting import prompt_ids
-from training.rollout.base import RolloutRequest, SamplingSettings
+from training.rollout.base import EngineSettings, RolloutRequest, SamplingSettings
 from training.trainer.torch_trainer import TorchTrainer
+from training.trajectories import FinishCounts, groups_from_state, groups_state
 
 SAMPLES = 4
 LIMITS = RolloutLimits(max_response_tokens=24, token_budget=None, samples_per_problem=SAMPLES)
@@ -75,6 +77,18 @@ def check_independent_and_reproducible(engine, tokenizer):
 
 def test_torch_engine_draws_every_response_from_its_own_stream(torch_engine, tiny):
     check_independent_and_reproducible(torch_engine, tiny[1])
+
+
+def test_groups_a_resume_moves_onto_one_rank_keep_their_own_streams():
+    """Two ranks drew one problem at the same place of one iteration; a resume on one process carries both
+    parked groups to rank 0, where their continuations must still draw from different streams."""
+    rank_buffers = [groups_state(new_groups([0], [(5, 6, 7)], 3, SAMPLES, first_position=2, rank=rank))
+                    for rank in (0, 1)]
+    state = replay_buffer_state(rank_buffers, [asdict(FinishCounts())] * 2)
+    moved = groups_from_state(replay_buffer_for_rank(state, rank=0, world_size=1))
+    assert [group.drawn_rank for group in moved] == [0, 1]
+    continued = StreamKey(run_seed=0, iteration=4, rank=0)
+    assert len({continued.seed(group, sample) for group in moved for sample in range(SAMPLES)}) == 2 * SAMPLES
 
 
 def test_torch_engine_samples_do_not_depend_on_chunking(tiny):

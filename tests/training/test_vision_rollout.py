@@ -77,6 +77,27 @@ def test_the_engine_expands_placeholders_to_the_images_patch_grid(torch_engine, 
     assert red.pixel_values.shape == (24, 3 * 2 * 14 * 14)  # patches x (channels * time * height * width)
 
 
+def test_the_counted_prompt_length_is_the_expanded_prompts(torch_engine, tiny_vl, question, tmp_path):
+    """The context check counts image tokens from each image's size alone; it must equal the real expansion."""
+    vision = torch_engine.vision
+    wide = Image.new("RGB", (1000, 230), (10, 120, 40))
+    wide.save(tmp_path / "wide.png")
+    two = vision_prompt_ids("Compare them.", tiny_vl[1], "", images=2)
+    for request in (RolloutRequest(question, images=(red_block(),)), RolloutRequest(question, images=(wide,)),
+                    RolloutRequest(question, images=(str(tmp_path / "wide.png"),)),
+                    RolloutRequest(two, images=(stripes(), wide))):
+        assert vision.prompt_length(request) == len(vision.prompt(request).prompt_ids)
+    assert vision.tokens_per_image([stripes(), red_block()]) == [16, 6]
+
+
+def test_an_image_prompt_the_window_cannot_hold_is_refused_with_its_expanded_length(torch_engine, question):
+    """Text alone would fit; the 16 image tokens of the stripes do not: refused, never cut short."""
+    limit = torch_engine.window - len(question) - 2
+    with pytest.raises(ValueError, match=f"request 0: a prompt of {len(question) + 15} tokens plus {limit} new "
+                                         f"tokens exceeds the model's context window of {torch_engine.window}"):
+        torch_engine.generate([RolloutRequest(question, images=(stripes(),), max_new_tokens=limit)], GREEDY)
+
+
 def test_the_image_reaches_the_model(tiny_vl, torch_engine, question):
     """Same text, two images: different first-step log-probs; the same image alone or batched: the same."""
     text_only = tuple(tiny_vl[1]("Problem: 2+3\nSolution:").input_ids)

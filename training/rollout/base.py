@@ -128,10 +128,11 @@ def request_seeds(request: RolloutRequest, index: int, settings: SamplingSetting
     return [stream_seed(settings.seed, index, sample) for sample in range(request.n)]
 
 
-def check_room(index: int, request: RolloutRequest, limit: int, window: int, whose: str) -> None:
-    """Refuse a request whose prompt plus `limit` new tokens exceed the context `window`: engines never cut short."""
-    if len(request.prompt_ids) + limit > window:
-        raise ValueError(f"request {index}: a prompt of {len(request.prompt_ids)} tokens plus {limit} new tokens "
+def check_room(index: int, prompt_tokens: int, limit: int, window: int, whose: str) -> None:
+    """Refuse a request whose prompt (`prompt_tokens`, image placeholders expanded) plus `limit` new tokens exceed
+    the context `window`: engines never cut short."""
+    if prompt_tokens + limit > window:
+        raise ValueError(f"request {index}: a prompt of {prompt_tokens} tokens plus {limit} new tokens "
                          f"exceeds {whose} of {window}; lower the response limit or shorten the prompt")
 
 

@@ -109,9 +109,11 @@ class TorchRolloutEngine(SharedDeviceEngine):
 
     def _check_context(self, requests: Sequence[RolloutRequest], limits: list[int]) -> None:
         """Refuse a request the model's context cannot hold (prompt + new tokens); never cut it short silently."""
+        if self.window is None:
+            return
         for index, (request, limit) in enumerate(zip(requests, limits)):
-            if self.window is not None and not request.images:  # image placeholders grow in the engine: not counted
-                check_room(index, request, limit, self.window, "the model's context window")
+            length = self.vision.prompt_length(request) if request.images else len(request.prompt_ids)
+            check_room(index, length, limit, self.window, "the model's context window")
 
     def _chunks(self, indices: list[int], requests: Sequence[RolloutRequest], limits: list[int]) -> list[list[int]]:
         """Split request indices (longest limit first) into generate calls of at most the row budget."""

@@ -30,6 +30,18 @@ def open_image(image: Any):
     raise TypeError(f"an image must be a PIL image or a file path, not {type(image).__name__}")
 
 
+def image_size(image: Any) -> tuple[int, int]:
+    """(height, width) of a PIL image or an image file (read from the file's header, not its pixels)."""
+    from PIL import Image
+
+    if isinstance(image, (str, Path)):
+        with Image.open(image) as opened:
+            return opened.height, opened.width
+    if isinstance(image, Image.Image):
+        return image.height, image.width
+    raise TypeError(f"an image must be a PIL image or a file path, not {type(image).__name__}")
+
+
 def check_image_requests(requests: Sequence[RolloutRequest], image_token_id: int | None, model_name: str) -> None:
     """Raise ValueError naming the request when images reach a text-only model, or placeholders and images differ."""
     for index, request in enumerate(requests):
@@ -82,6 +94,15 @@ class VisionInputs:
         return VisionPrompt(expand_placeholders(request.prompt_ids, self.image_token_id, tokens_per_image),
                             encoded["pixel_values"], grids)
 
+    def tokens_per_image(self, images: Sequence[Any]) -> list[int]:
+        """Image tokens each image becomes: its patches after the processor's resize, merged (from its size)."""
+        return [self.image_processor.get_number_of_image_patches(*image_size(image)) // self.merge_size**2
+                for image in images]
+
+    def prompt_length(self, request: RolloutRequest) -> int:
+        """Tokens of the request's prompt once its image placeholders are expanded (what the context holds)."""
+        return len(request.prompt_ids) + sum(tokens - 1 for tokens in self.tokens_per_image(request.images))
+
     def generate_inputs(self, prompts: Sequence[VisionPrompt], input_ids: torch.Tensor, dtype: torch.dtype) -> dict:
         """Extra `generate` arguments for a batch whose rows are `prompts` (left-padded into input_ids)."""
         with_images = [prompt for prompt in prompts if prompt.pixel_values is not None]
@@ -93,6 +114,15 @@ class VisionInputs:
             # (batch, seq): 1 marks image tokens, 0 text; the model places its 3D rotary positions from it
             "mm_token_type_ids": (input_ids == self.image_token_id).int(),
         }
+
+
+def vision_inputs_from_folder(model_path: str) -> VisionInputs:
+    """VisionInputs of the vision-language model saved in model_path (its config's image token, its processor)."""
+    from transformers import AutoConfig
+
+    from training.models.loading import load_image_processor
+
+    return VisionInputs(load_image_processor(model_path), AutoConfig.from_pretrained(model_path).image_token_id)
 
 
 def vision_inputs_for(model, model_path: str) -> VisionInputs | None:

@@ -15,7 +15,8 @@ before vLLM is imported):
   yourself (1 on small shared CPUs, where torch's default made generation ~30x slower).
 
 Images (vision-language models): a request's images go to vLLM as `multi_modal_data`, its one-token
-placeholders expanded by vLLM's processor. vLLM's Qwen2-VL / Qwen2.5-VL code imports transformers'
+placeholders expanded by vLLM's processor; the context check counts that expansion from each image's size
+(training.rollout.vision.VisionInputs.prompt_length). vLLM's Qwen2-VL / Qwen2.5-VL code imports transformers'
 torchvision image processor, so without a working torchvision such a model cannot load; the engine
 says so before starting vLLM (require_vision_support).
 
@@ -37,7 +38,7 @@ from training.rollout.base import (
     SharedDeviceEngine, check_room, request_limit, request_seeds,
 )
 from training.rollout.repeats import repeated_tail_start
-from training.rollout.vision import open_image
+from training.rollout.vision import open_image, vision_inputs_from_folder
 
 WORKER_EXTENSION = "training.rollout.vllm_worker_extension.WeightUpdateExtension"
 REPEAT_STOP_PROCESSOR = "training.rollout.vllm_repeat_stop:RepeatStopLogitsProcessor"  # vllm_repeat_stop.py
@@ -111,6 +112,8 @@ class VllmRolloutEngine(SharedDeviceEngine):
 
         self.eos_id = eos_id
         self.vision = vision  # a vision-language model: requests may carry images
+        # counts the tokens vLLM's processor expands each image placeholder to, for the context check
+        self.image_tokens = vision_inputs_from_folder(model_path) if vision else None
         self.update_bucket_bytes = update_bucket_bytes
         self.last_update_seconds: float | None = None
         self.on_cpu = current_platform.is_cpu()
@@ -192,7 +195,9 @@ class VllmRolloutEngine(SharedDeviceEngine):
         if not request.prompt_ids:
             raise ValueError(f"request {index}: prompt_ids is empty")
         limit = request_limit(request, settings)
-        check_room(index, request, limit, self.max_model_len, "the engine's max_model_len")
+        length = self.image_tokens.prompt_length(request) if request.images and self.image_tokens \
+            else len(request.prompt_ids)
+        check_room(index, length, limit, self.max_model_len, "the engine's max_model_len")
         if limit < 1:
             raise ValueError(f"request {index}: asks for {limit} new tokens; at least 1 is needed")
         return limit
