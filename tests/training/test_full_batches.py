@@ -68,9 +68,22 @@ def draw_from(counter: list[int], requests: list[tuple[int, int, int]] | None = 
     return draw
 
 
+def round_zero_and_refills(requests: list[tuple[int, int, int]]) -> tuple[dict[int, int], dict[int, int]]:
+    """Per iteration, the count of its first draw (round 0's) and the sum of its later ones (refills); a refill
+    after a round 0 that drew nothing also starts at draw position 0, so the call order tells them apart."""
+    round_zero: dict[int, int] = {}
+    refills: dict[int, int] = {}
+    for iteration, count, _ in requests:
+        if iteration in round_zero:
+            refills[iteration] = refills.get(iteration, 0) + count
+        else:
+            round_zero[iteration] = count
+    return round_zero, refills
+
+
 def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int | None,
                    requests: list[tuple[int, int, int]] | None = None, priors: list[FinishCounts] | None = None,
-                   exclude: int | None = None, lag: int = 0):
+                   exclude: int | None = None, lag: int = 0, run_seed: int = 0):
     """Each iteration's (rollouts, groups parked after it, unfinished ones among them); `priors` gets the buffer's
     finish counts as each iteration starts. exclude: exclude_segments_older_than; lag 1: rollouts made ahead by
     the previous iteration's policy, as with overlap_rollouts."""
@@ -82,7 +95,7 @@ def run_iterations(iterations: int, batch: int, parked_limit: int, budget: int |
         result = roll_out_iteration(engine, buffer, draw_from(counter, requests), share=batch,
                                     parked_limit=parked_limit,
                                     settings=SamplingSettings(LONG), limits=RolloutLimits(LONG, budget, 2),
-                                    streams=StreamKey(run_seed=0, iteration=iteration),
+                                    streams=StreamKey(run_seed=run_seed, iteration=iteration),
                                     policy_iteration=iteration - lag, exclude_segments_older_than=exclude)
         results.append((result, len(buffer), [g for g in buffer.groups if not g.finished]))
     return results
@@ -106,7 +119,7 @@ def test_round_zero_draws_for_the_open_slots_sized_by_the_measured_finish_shares
     requests: list[tuple[int, int, int]] = []
     priors: list[FinishCounts] = []
     results = run_iterations(iterations=12, batch=8, parked_limit=64, budget=8, requests=requests, priors=priors)
-    first_draws = {iteration: count for iteration, count, first in requests if first == 0}
+    first_draws, refill_draws = round_zero_and_refills(requests)
     waiting_finished, waiting_unfinished = 0, 0  # groups the previous iteration parked
     for iteration, (result, parked, unfinished) in enumerate(results, start=1):
         prior, room = priors[iteration - 1], 64 - waiting_unfinished
@@ -115,7 +128,7 @@ def test_round_zero_draws_for_the_open_slots_sized_by_the_measured_finish_shares
                                                     room)
         assert len(result.finished) == 8
         surplus = parked - len(unfinished)
-        refills = sum(count for drawn_in, count, first in requests if drawn_in == iteration and first > 0)
+        refills = refill_draws.get(iteration, 0)
         # the surplus is continued groups that finished, the draw beyond the open slots, or refill draws
         extra = max(0, first_draws.get(iteration, 0) - max(0, 8 - waiting_finished))
         assert surplus <= waiting_unfinished + max(0, waiting_finished - 8) + extra + refills
@@ -127,12 +140,18 @@ def test_round_zero_draws_for_the_open_slots_sized_by_the_measured_finish_shares
 
 def test_sizing_round_zero_by_the_finish_shares_saves_refill_rounds(monkeypatch):
     """Here about half the fresh groups finish at once (each response is short with probability 0.7): drawing
-    only the open slots needs a refill round far more often than the sized draw does."""
-    sized = [result.rounds for result, _, _ in run_iterations(iterations=30, batch=8, parked_limit=64, budget=8)]
+    only the open slots needs a refill round far more often than the sized draw does. One run's mean is noisy
+    (1.07-1.33 rounds over seeds), so the means are over eight runs."""
+    def mean_rounds() -> float:
+        # after the first iterations (parked groups then finish and fill slots too)
+        return statistics.mean(result.rounds for seed in range(8) for result, _, _ in run_iterations(
+            iterations=30, batch=8, parked_limit=64, budget=8, run_seed=seed)[3:])
+
+    sized = mean_rounds()
     monkeypatch.setattr(FinishCounts, "record", lambda self, *counts: None)  # nothing is ever measured
-    unsized = [result.rounds for result, _, _ in run_iterations(iterations=30, batch=8, parked_limit=64, budget=8)]
-    # after the first iterations (parked groups then finish and fill slots too): 1.15 against 1.33 rounds
-    assert statistics.mean(sized[3:]) <= 1.2 < 1.3 <= statistics.mean(unsized[3:])
+    unsized = mean_rounds()
+    # over 20 seeds: 1.19 against 1.34 rounds
+    assert sized <= 1.25 and sized + 0.08 <= unsized
 
 
 def test_in_the_steady_state_long_responses_are_trained_as_often_as_they_are_drawn():
@@ -163,8 +182,8 @@ def test_a_draw_covers_the_missing_slots_at_the_finish_share_with_one_standard_d
 def test_fresh_groups_are_not_drawn_beyond_the_room_to_park_them():
     requests: list[tuple[int, int, int]] = []
     results = run_iterations(iterations=10, batch=8, parked_limit=3, budget=8, requests=requests)
-    for (result, _, _), (_, count, _) in zip(results, [r for r in requests if r[2] == 0]):
-        assert count <= 3
+    round_zero, _ = round_zero_and_refills(requests)
+    assert len(round_zero) == len(results) and max(round_zero.values()) <= 3
 
 
 def test_the_replay_buffer_stays_within_its_bound_by_completing_the_oldest():
