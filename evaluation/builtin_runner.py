@@ -9,7 +9,7 @@ from evaluation.benchmarks.judging import AnswerJudge, Pairs
 from evaluation.context import EvalContext
 from evaluation.datasets import BenchmarkProblem, require_images
 from training.generation import GeneratedResponse
-from grading.cot_judge import RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
+from grading.cot_judge import JUDGE, RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome
 from evaluation.scoring import score_benchmark
 from evaluation.suite_config import BenchmarkSettings
@@ -117,13 +117,21 @@ def grading_metadata(spec: BenchmarkSpec, settings: BenchmarkSettings, samples: 
     return metadata
 
 
+def votes_on_answers(spec: BenchmarkSpec, settings: BenchmarkSettings) -> bool:
+    """Whether maj@n means something: final answers the rule extracts (a program has no answer to vote on, and
+    the judge alone extracts none)."""
+    return spec.grades_final_answers and settings.grader_mode != JUDGE
+
+
 def outcome_from_samples(benchmark: str, per_problem: Sequence[Sequence[SampleOutcome]],
-                         metadata: dict) -> BenchmarkOutcome:
-    """Score (problems x samples) outcomes: Pass@1 averaged with its CI, pass@k, maj@n, lengths."""
+                         metadata: dict, votes: bool = True) -> BenchmarkOutcome:
+    """Score (problems x samples) outcomes: Pass@1 averaged with its CI, pass@k, lengths, and maj@n when
+    `votes` (the samples' extracted answers vote)."""
     score = score_benchmark(
         correct=[[sample.correct for sample in samples] for samples in per_problem],
         lengths=[[sample.response_tokens for sample in samples] for samples in per_problem],
-        answers=[[sample.extracted_answer or None for sample in samples] for samples in per_problem],
+        answers=[[sample.extracted_answer or None for sample in samples] for samples in per_problem] if votes
+        else None,
     )
     return BenchmarkOutcome(benchmark, score, [sample for samples in per_problem for sample in samples], metadata)
 
@@ -155,4 +163,4 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
                 **grading_metadata(spec, settings, [sample for samples in per_problem for sample in samples])}
     if spec.test_set:
         metadata["test_set"] = spec.test_set
-    return outcome_from_samples(settings.benchmark, per_problem, metadata)
+    return outcome_from_samples(settings.benchmark, per_problem, metadata, votes_on_answers(spec, settings))

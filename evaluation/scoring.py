@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,27 +56,51 @@ def pass_at_1_averaged(correct: Sequence[Sequence[bool]]) -> float:
     return float(np.mean(per_problem_accuracy(correct)))
 
 
-def _majority_answer_index(answers: Sequence[str | None]) -> int | None:
-    """Index of the first sample giving the most common non-None answer; ties go to the first to reach the top count."""
-    counts: dict[str, int] = {}
-    first_index: dict[str, int] = {}
-    best_answer, best_count = None, 0
-    for index, answer in enumerate(answers):
-        if answer is None:
+_CORRECT = ("the reference answer",)  # the vote class of every correct sample (a tuple: never an answer string)
+_OPTION_LETTER = re.compile(r"\(?([A-Za-z])\)?\.?")
+
+
+def vote_key(answer: str | None, correct: bool) -> Hashable | None:
+    """The class a sample votes for: one class for all correct samples (the grader found each equal to the
+    reference, however it is written: "025" and "25.0" for 25), wrong ones by their answer with spaces and
+    dollar signs dropped, option letters and numbers in one form; None (no vote) when nothing was extracted."""
+    if answer is None:
+        return None
+    if correct:
+        return _CORRECT
+    text = re.sub(r"\s+", "", answer).strip("$")
+    letter = _OPTION_LETTER.fullmatch(text)
+    if letter:
+        return letter.group(1).upper()
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError:
+        return text
+    return f"{number:.12g}" if math.isfinite(number) else text
+
+
+def _majority_index(keys: Sequence[Hashable | None]) -> int | None:
+    """Index of the first sample of the most common non-None key; ties go to the first to reach the top count."""
+    counts: dict[Hashable, int] = {}
+    first_index: dict[Hashable, int] = {}
+    best_key, best_count = None, 0
+    for index, key in enumerate(keys):
+        if key is None:
             continue
-        counts[answer] = counts.get(answer, 0) + 1
-        first_index.setdefault(answer, index)
-        if counts[answer] > best_count:  # strictly greater: an answer that only ties never takes over
-            best_answer, best_count = answer, counts[answer]
-    return None if best_answer is None else first_index[best_answer]
+        counts[key] = counts.get(key, 0) + 1
+        first_index.setdefault(key, index)
+        if counts[key] > best_count:  # strictly greater: a key that only ties never takes over
+            best_key, best_count = key, counts[key]
+    return None if best_key is None else first_index[best_key]
 
 
 def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Sequence[Sequence[bool]],
                            k: int | None = None) -> float:
     """maj@k over problems: answers and correct are (problems, samples); k=None votes over all samples.
 
-    The voted answer counts as correct when the first sample giving it was correct; a problem whose
-    first k answers are all None counts as wrong.
+    Samples vote by vote_key: every correct sample for the reference, wrong ones by their (normalised) answer;
+    the problem counts as right when the reference wins. A problem whose first k answers are all None (nothing
+    extracted) counts as wrong.
     """
     _check_problems(correct)
     if len(answers) != len(correct):
@@ -88,7 +114,8 @@ def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Seq
                              f"holds {len(problem_correct)}")
         if k is not None and k > len(problem_answers):
             raise ValueError(f"k={k} exceeds the {len(problem_answers)} samples of problem {index}")
-        chosen = _majority_answer_index(problem_answers[:k])
+        chosen = _majority_index([vote_key(answer, bool(right))
+                                  for answer, right in zip(problem_answers[:k], problem_correct[:k])])
         hits.append(chosen is not None and bool(problem_correct[chosen]))
     return float(np.mean(hits))
 

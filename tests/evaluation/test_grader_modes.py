@@ -100,6 +100,8 @@ def test_judge_mode_grades_every_sample_by_the_judge_alone():
     assert [(sample.correct, sample.graded_by, sample.extraction_policy) for sample in outcome.samples] == [
         (False, "judge", ""), (True, "judge", "")]
     assert outcome.metrics()["judge_errors"] == 0 and outcome.metrics()["judged_samples"] == 2
+    # the judge extracts no answer, so there is nothing to vote on: no maj@n (it read 0 whatever the verdicts)
+    assert not any(name.startswith("maj@") for name in outcome.score.metrics)
 
 
 def test_the_tiny_model_as_judge_runs_through_the_rollout_engine_and_its_garbage_never_passes(tiny_model_dir):

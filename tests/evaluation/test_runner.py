@@ -80,6 +80,7 @@ def test_aime_from_the_local_files_is_judged_on_integers():
                                     scripted_context(script))
     assert [sample.correct for sample in outcome.samples] == [True, False, True, False]
     assert outcome.score.score == pytest.approx(0.5)
+    assert outcome.score.metrics["maj@2"] == 1.0  # 1-1 ties: the first sample, right both times
     assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch", "extraction_policy": "flexible",
                                 "grader_mode": "rule"}
     assert {sample.extraction_policy for sample in outcome.samples} == {"flexible"}
@@ -141,3 +142,4 @@ def test_humaneval_programs_are_judged_in_the_sandbox():
         "runtime_error")
     assert outcome.metadata["test_set"] == "full"
     assert outcome.score.score == pytest.approx(0.5)
+    assert "maj@2" not in outcome.score.metrics  # a program is no answer to vote on

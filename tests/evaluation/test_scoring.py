@@ -11,6 +11,7 @@ from evaluation.scoring import (
     accuracy_by_length_bins,
     bootstrap_ci,
     majority_vote_accuracy,
+    vote_key,
     mean_pass_at_k,
     pass_at_1_averaged,
     pass_at_k,
@@ -119,6 +120,21 @@ def test_majority_vote_over_all_samples_breaks_ties_by_who_reached_the_top_count
 def test_majority_vote_at_k_only_looks_at_the_first_k_samples():
     # Problem 0: "5" vs "7" tie at one each, "5" first -> right; 1: wrong; 2: "3" -> right; 3: "2" -> right.
     assert majority_vote_accuracy(VOTE_ANSWERS, VOTE_CORRECT, k=2) == pytest.approx(3 / 4)
+
+
+def test_correct_answers_vote_together_however_they_are_written():
+    # AIME: "025", "25" and "25.0" all equal 25 for the grader; two wrong "26" must not outvote them
+    assert majority_vote_accuracy([["025", "25", "25.0", "26", "26"]], [[T, T, T, F, F]]) == 1.0
+    assert majority_vote_accuracy([["\\frac12", "0.5", "3", "3"], ["(B)", "140°", "A", "A"]],
+                                  [[T, T, F, F], [T, T, F, F]]) == 1.0  # 2-2: the reference reached 2 first
+
+
+def test_wrong_answers_written_differently_vote_together():
+    # "7", "7.0" and "$7$" are one wrong answer with three votes against two right ones
+    assert majority_vote_accuracy([["5", "5", "7", "7.0", " $7$ "]], [[T, T, F, F, F]]) == 0.0
+    assert majority_vote_accuracy([["C", "(b)", "B.", "B"]], [[T, F, F, F]]) == 0.0  # one option letter, 3 votes
+    assert vote_key("1,000", False) == vote_key("1000.0", False) == "1000"
+    assert vote_key("x + 1", False) == "x+1" and vote_key(None, True) is None
 
 
 def test_majority_vote_counts_all_none_problems_as_wrong():
