@@ -82,6 +82,17 @@ def test_the_rl_config_keeps_the_parent_run_and_applies_the_long2short_changes()
     assert rl.cross_field_errors() == {}
 
 
+def test_the_rl_config_does_not_replay_the_parents_curriculum():
+    """The parent ran its schedule (easy first, or the whole set then hard problems): long2short RL draws
+    uniformly, and a warmup_then_hard parent with more curriculum iterations than the variant's stays valid."""
+    config = parse_config(Long2ShortRLConfig, {"iterations": 6})
+    for strategy, expected in (("curriculum", "uniform"), ("warmup_then_hard", "uniform"),
+                               ("prioritized", "prioritized"), ("uniform", "uniform")):
+        parent = {**parent_run_config(), "sampling_strategy": strategy, "curriculum_iterations": 30}
+        rl = long2short_rl_config(config, parent, "/checkpoints/parent")
+        assert rl.sampling_strategy == expected and rl.cross_field_errors() == {}
+
+
 def noop_job(tiny_model_dir: Path, tmp_path: Path) -> Long2ShortJob:
     parent_config = {**parent_run_config(), "trainer_backend": "noop-test"}
     return Long2ShortJob(parent_model_path=tiny_model_dir, parent_config=parent_config, records=tuple(records(8, 0)),

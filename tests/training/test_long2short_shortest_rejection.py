@@ -73,6 +73,18 @@ def test_it_refuses_to_fine_tune_when_no_sample_is_correct(warm_model_dir, tmp_p
     assert not (tmp_path / "variant" / "checkpoint").exists()
 
 
+def test_samples_are_judged_as_the_parent_run_judged_them(warm_model_dir, tmp_path):
+    """A parent run that took only \\boxed{} answers: the tiny model's "Answer: N" responses were wrong for it,
+    so nothing is kept (judged with flexible extraction instead, the same samples keep some problems)."""
+    config = ShortestRejectionConfig(samples_per_problem=4, max_response_tokens=40)
+    records = easy_records(4)
+    boxed = Long2ShortJob(parent_model_path=warm_model_dir, parent_config={"answer_extraction": "boxed"},
+                          records=records, output_dir=tmp_path / "boxed", models_dir=tmp_path / "models")
+    with pytest.raises(ValueError, match="no problem had a correct response"):
+        run(config, boxed, Long2ShortHooks())
+    assert run(config, job_for(warm_model_dir, records, tmp_path), Long2ShortHooks()).kept_samples
+
+
 def test_it_stops_between_steps_when_asked(warm_model_dir, tmp_path):
     with pytest.raises(Long2ShortStopped, match="after 0 of 2 problems"):
         run(CONFIG, job_for(warm_model_dir, easy_records(2), tmp_path), Long2ShortHooks(should_stop=lambda: True))

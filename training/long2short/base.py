@@ -85,5 +85,25 @@ class Long2ShortHooks:
                                progress=lambda fraction: report(start + (end - start) * fraction))
 
 
+def parent_run_config(parent_config: dict[str, Any]):
+    """The parent run's RLConfig, parsed from its resolved knobs (names RLConfig does not know are left out)."""
+    import dataclasses
+
+    from common.knobs import parse_config
+    from training.config import RLConfig
+
+    known = {field.name for field in dataclasses.fields(RLConfig)}
+    return parse_config(RLConfig, {name: value for name, value in parent_config.items() if name in known})
+
+
+def parent_rewards(job: Long2ShortJob):
+    """The parent run's grader (answer extraction, grader mode and judge), so a variant judges its samples as the
+    run judged its rollouts; close it after use."""
+    from training.session import run_rewards
+    from training.types import RunPaths
+
+    return run_rewards(parent_run_config(job.parent_config), RunPaths(job.output_dir, job.models_dir))
+
+
 class Long2ShortStopped(Exception):
     """A method stopped between steps because it was asked to."""

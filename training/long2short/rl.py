@@ -7,10 +7,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from common.knobs import parse_config
 from training.checkpoint import checkpoint_dir, folder_bytes
 from training.config import Long2ShortRLConfig, RLConfig
-from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
+from training.long2short.base import (
+    Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, parent_run_config,
+)
 from training.backends import trainer_backends
 from training.types import IterationReport, RunPaths, TrainingHooks
 
@@ -20,8 +21,7 @@ RUN_FOLDER = "rl"  # the loop's checkpoints go to job.output_dir / "rl" / "check
 def long2short_rl_config(config: Long2ShortRLConfig, parent_config: dict[str, Any], model_path: str) -> RLConfig:
     """The parent run's RLConfig with the long2short changes: the checkpoint as model, no warm-up,
     the length penalty from iteration 1, the response limit cut to a fraction, no periodic evaluation."""
-    known = {field.name for field in dataclasses.fields(RLConfig)}
-    parent = parse_config(RLConfig, {name: value for name, value in parent_config.items() if name in known})
+    parent = parent_run_config(parent_config)
     max_tokens = max(1, int(parent.max_response_tokens * config.max_response_fraction))
     budget = parent.partial_rollout_token_budget
     return dataclasses.replace(
@@ -30,6 +30,8 @@ def long2short_rl_config(config: Long2ShortRLConfig, parent_config: dict[str, An
         length_penalty_warmup_iterations=0, max_response_tokens=max_tokens, evaluate_every_iterations=0,
         partial_rollout_token_budget=None if budget is None else min(budget, max_tokens),
         checkpoint_every_iterations=min(parent.checkpoint_every_iterations, config.iterations),
+        # a schedule over iterations (curriculum, warmup_then_hard) is the parent's, already run: not replayed
+        sampling_strategy="prioritized" if parent.sampling_strategy == "prioritized" else "uniform",
     )
 
 

@@ -25,8 +25,11 @@ class JudgedSample:
 
 def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[PromptRecord], samples_per_problem: int,
                      max_response_tokens: int, temperature: float, seed: int, rollout_engine: str = "torch",
-                     hooks: Long2ShortHooks | None = None) -> list[list[JudgedSample]]:
+                     hooks: Long2ShortHooks | None = None, correctness=None) -> list[list[JudgedSample]]:
     """For each record, in order, its `samples_per_problem` judged responses, in the order drawn.
+
+    correctness: the grader (training.rewards.CorrectnessRewards; the parent run's, base.parent_rewards), closed
+    here at the end; None: the rule verifier with flexible extraction.
 
     Records go to the rollout engine in chunks of about SEQUENCES_PER_CALL responses (chunk c samples with
     seed + c); hooks.progress gets the fraction of records done, and hooks.should_stop is checked between chunks.
@@ -43,7 +46,7 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     engine = rollout_engines.get(rollout_engine)(model, tokenizer, model_path, EngineSettings(seed=seed))
     per_call = max(1, SEQUENCES_PER_CALL // samples_per_problem)
     judged: list[list[JudgedSample]] = []
-    correctness = CorrectnessRewards()
+    correctness = correctness or CorrectnessRewards()
     try:
         for chunk_index, start in enumerate(range(0, len(records), per_call)):
             if hooks.should_stop():
