@@ -131,24 +131,33 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
     rest = trainer(model_dir, policy_loss="rest", gradient_steps_per_iteration=1)
     results["rest_losses"] = [rest.update(batch, REWARDS)["loss"] for _ in range(4)]
     results["offload"] = {precision: offload_round_trip(model_dir, batch, precision) for precision in ("fp32", "bf16")}
-    results["bf16_reload"] = bf16_reload(model_dir)
+    results["bf16_reload"] = bf16_reload(model_dir, out_dir)
     torch.save(results, Path(out_dir) / "single.pt")
 
 
-def bf16_reload(model_dir: str) -> dict:
-    """A bf16 trainer takes warm-up weights with fp32 detail: its main weights against the exact fp32 values."""
-    from training.megatron.model import load_hf_state_dict
-
+def bf16_reload(model_dir: str, out_dir: str) -> dict:
+    """A bf16 trainer takes warm-up weights with fp32 detail: its main weights against the exact fp32 values, after
+    reload_from_model (the warm-up ran in this process) and when built from them (a resume from the checkpoint)."""
     warm = trainer(model_dir, megatron_precision="bf16")
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():  # changes below bf16's resolution, as a warm-up's last steps make
         for parameter in warm.model.parameters():
             parameter.add_(1e-4 * torch.randn(parameter.shape, generator=generator))
     warm.reload_from_model()
-    exact = load_hf_state_dict(warm.gpt, warm.model.state_dict(), warm.model.config, warm.layout)  # idempotent
-    names = {id(parameter): name.removeprefix("module.") for name, parameter in warm.ddp.named_parameters()}
+    warm.model.save_pretrained(Path(out_dir) / "warm")
+    resumed = trainer(str(Path(out_dir) / "warm"), megatron_precision="bf16")
+    return {"reloaded": main_weights_exact(warm), "resumed": main_weights_exact(resumed)}
+
+
+def main_weights_exact(megatron) -> dict:
+    """Per weight: whether the optimizer's main copy, and the bf16 model weight, equal the Hugging Face value."""
+    from training.megatron.model import load_hf_state_dict
+
+    exact = load_hf_state_dict(megatron.gpt, megatron.model.state_dict(), megatron.model.config,
+                               megatron.layout)  # idempotent
+    names = {id(parameter): name.removeprefix("module.") for name, parameter in megatron.ddp.named_parameters()}
     pairs = []
-    for inner in getattr(warm.optimizer, "chained_optimizers", [warm.optimizer]):
+    for inner in getattr(megatron.optimizer, "chained_optimizers", [megatron.optimizer]):
         for model_group, main_group in zip(inner.model_float16_groups, inner.shard_fp32_from_float16_groups):
             for model_parameter, main in zip(model_group, main_group):
                 expected = exact[names[id(model_parameter)]].float().view(-1)
@@ -275,8 +284,10 @@ def test_two_data_parallel_ranks_with_the_distributed_optimizer_match_one_and_st
         assert torch.equal(tensor, other["dp_state"][name]), f"ranks' {name} differ"
 
 
-def test_a_bf16_trainer_keeps_the_warm_up_weights_exact_in_its_fp32_main_weights(single):
-    result = single["bf16_reload"]
+@pytest.mark.parametrize("how", ["reloaded", "resumed"])
+def test_a_bf16_trainer_keeps_the_warm_up_weights_exact_in_its_fp32_main_weights(single, how):
+    """Reloaded after a warm-up in process, or built from the warm-up's checkpoint as a resume is."""
+    result = single["bf16_reload"][how]
     assert result["main_exact"] and all(result["main_exact"])  # every main weight equals the fp32 warm-up weight
     assert not all(result["model_exact"])  # while the bf16 model weights are rounded
 

@@ -93,3 +93,16 @@ def test_the_megatron_backend_and_its_trainer_are_registered():
 
     assert trainer_backends.get("megatron") is run
     assert trainer_classes.get("megatron") is MegatronTrainer
+
+
+def test_it_refuses_llama_with_attention_bias_naming_the_field():
+    """Hugging Face Llama's attention_bias biases o_proj as well, which the mapping cannot carry: refused."""
+    from transformers import LlamaConfig
+
+    from training.megatron.model import check_supported
+
+    check_supported(LLAMA)
+    check_supported(QWEN2)  # Qwen2's q, k and v biases are mapped
+    biased = LlamaConfig(**{**LLAMA.to_dict(), "attention_bias": True})
+    with pytest.raises(ValueError, match="llama with attention_bias=True"):
+        check_supported(biased)

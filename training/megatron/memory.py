@@ -28,9 +28,12 @@ def separate_main_weights(optimizer, buffers) -> list[torch.Tensor]:
 
 
 def clear_adam_state(optimizer) -> None:
-    """Forget Adam's moments and step counts (a fresh optimizer)."""
+    """Forget Adam's moments and step counts (a fresh optimizer). Torch's Adam counts steps in its state;
+    Transformer Engine's and Apex's FusedAdam, which megatron-core picks where installed, in each param group."""
     for inner in getattr(optimizer, "chained_optimizers", [optimizer]):
         inner.optimizer.state.clear()
+        for group in inner.optimizer.param_groups:
+            group.pop("step", None)
 
 
 def host_copy(tensor: torch.Tensor, host: torch.Tensor | None) -> torch.Tensor:

@@ -82,6 +82,9 @@ def check_supported(hf_config) -> None:
                          f"this checkpoint's model_type is {hf_config.model_type!r}")
     if getattr(hf_config, "mlp_bias", False):
         raise ValueError("the megatron backend does not support mlp_bias=True")
+    if hf_config.model_type == "llama" and getattr(hf_config, "attention_bias", False):
+        # Hugging Face Llama then biases o_proj too; Megatron's add_bias_linear would bias every linear layer
+        raise ValueError("the megatron backend does not support llama with attention_bias=True (o_proj has a bias)")
     if getattr(hf_config, "use_sliding_window", False):
         raise ValueError("the megatron backend does not support use_sliding_window=True")
 

@@ -42,7 +42,7 @@ class MegatronTrainer:
         self.device = torch.cuda.current_device()
         dtype = training_dtype(config.megatron_precision)
         self.gpt = build_gpt_model(model.config, self.layout, dtype)
-        load_hf_state_dict(self.gpt, model.state_dict(), model.config, self.layout)
+        exact = load_hf_state_dict(self.gpt, model.state_dict(), model.config, self.layout)
         self.vocab_size = model.config.vocab_size
         self.ddp = DistributedDataParallel(
             config=self.gpt.config, module=self.gpt,
@@ -54,6 +54,7 @@ class MegatronTrainer:
             adam_eps=1e-8, clip_grad=config.max_grad_norm, bf16=dtype == torch.bfloat16, params_dtype=dtype,
             use_distributed_optimizer=True), [self.ddp])
         self.memory = TrainerMemory(self.ddp, self.optimizer)
+        self._set_main_weights(exact)  # a bf16 run resumed from a float32 checkpoint keeps its low bits
 
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch from a freshly reset optimizer; metrics of the whole batch.
@@ -114,7 +115,10 @@ class MegatronTrainer:
         low bits).
         """
         self.onload()
-        exact = load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout)
+        self._set_main_weights(load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout))
+
+    def _set_main_weights(self, exact: dict[str, torch.Tensor]) -> None:
+        """The optimizer's fp32 main weights from `exact` (the Hugging Face weights, unrounded)."""
         exact = {name: tensor.float() for name, tensor in exact.items()}
         for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer]):
             optimizer.reload_model_params(state_dict=exact)
