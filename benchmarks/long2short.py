@@ -30,12 +30,13 @@ TINY_METHOD_SETTINGS = {
 }
 
 
-def records(count: int, seed: int):
+def records(count: int, seed: int, split: str = "train"):
+    """Arithmetic problems of a split: "train" for the run and the methods, "held_out" for the scores."""
     from training.tasks.arithmetic import generate
     from training.types import PromptRecord
 
     return [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer, difficulty=p.difficulty)
-            for p in generate(count, seed=seed)]
+            for p in generate(count, seed=seed, split=split)]
 
 
 def build_parent(run_dir: Path, models_dir: Path, args) -> float:
@@ -92,7 +93,8 @@ def evaluate(path: Path, max_tokens: int, args) -> tuple[float, float]:
 
     tokenizer = load_tokenizer(str(path))
     engine = TorchRolloutEngine(load_model(str(path)), tokenizer)
-    result = held_out_accuracy(engine, tokenizer, records(args.held_out, seed=999), samples_per_problem=4,
+    held_out = records(args.held_out, seed=999, split="held_out")
+    result = held_out_accuracy(engine, tokenizer, held_out, samples_per_problem=4,
                                settings=SamplingSettings(max_new_tokens=max_tokens, temperature=1.0, seed=1234))
     return result.accuracy, result.mean_response_tokens
 

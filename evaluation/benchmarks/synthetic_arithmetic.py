@@ -1,4 +1,5 @@
-"""Synthetic arithmetic: problems of the RL engine's arithmetic task from a seed no recipe trains on."""
+"""Synthetic arithmetic: problems of the RL engine's arithmetic task from its held-out split, which no training
+set or warm-up trace draws from (training.tasks.arithmetic.split_of)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ SYNTHETIC_PROBLEMS = 200
 
 def load_synthetic_arithmetic(data_dir: Path | None = None, limit: int | None = None) -> list[BenchmarkProblem]:
     """SYNTHETIC_PROBLEMS arithmetic problems, all difficulties; data_dir is not used."""
-    from training.tasks.arithmetic import generate
+    from training.tasks.arithmetic import HELD_OUT, generate
 
     return [BenchmarkProblem(problem_id=problem.problem_id, prompt=problem.problem, answer=problem.answer,
                              metadata={"difficulty": problem.difficulty})
-            for problem in generate(limit or SYNTHETIC_PROBLEMS, seed=SYNTHETIC_SEED)]
+            for problem in generate(limit or SYNTHETIC_PROBLEMS, seed=SYNTHETIC_SEED, split=HELD_OUT)]
 
 
 SYNTHETIC_ARITHMETIC = BenchmarkSpec(

@@ -17,7 +17,7 @@ from tests.grading.test_cot_judge import CORRECT, INCORRECT, ScriptedGenerate
 def answers(count: int) -> list[str]:
     from training.tasks.arithmetic import generate
 
-    return [problem.answer for problem in generate(count, seed=SYNTHETIC_SEED)]
+    return [problem.answer for problem in generate(count, seed=SYNTHETIC_SEED, split="held_out")]
 
 
 def settings(**knobs) -> BenchmarkSettings:

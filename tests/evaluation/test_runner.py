@@ -48,7 +48,7 @@ def test_scores_of_scripted_responses_match_a_hand_computation():
 
     from evaluation.benchmarks import SYNTHETIC_SEED
 
-    answers = [problem.answer for problem in generate(3, seed=SYNTHETIC_SEED)]
+    answers = [problem.answer for problem in generate(3, seed=SYNTHETIC_SEED, split="held_out")]
     wrong = "Answer: 9999"
     script = [
         [(f"Answer: {answers[0]}", 10)] * 4,  # 4 of 4 correct

@@ -50,7 +50,7 @@ def test_an_audit_with_the_boxed_policy_counts_the_samples_it_grades_otherwise(
 
     # The untrained tiny model rarely writes an answer, so the stored responses are replaced by ones where the
     # two policies differ, with their verdict under the flexible policy the evaluation used.
-    answers = {problem.problem_id: problem.answer for problem in generate(5, seed=SYNTHETIC_SEED)}
+    answers = {problem.problem_id: problem.answer for problem in generate(5, seed=SYNTHETIC_SEED, split="held_out")}
     written = responses_where_the_policies_differ(answers)
     for problem_id, (response, correct) in written.items():
         SampleResult.objects.filter(eval_run=eval_run, problem_id=problem_id).update(response=response,

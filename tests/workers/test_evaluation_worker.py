@@ -39,7 +39,7 @@ def test_the_worker_evaluates_the_tiny_model_on_a_suite(celery_worker_process, p
     assert result.mean_response_tokens == pytest.approx(sum(sample.response_tokens for sample in samples) / 12)
     assert all(0 < sample.response_tokens <= 12 for sample in samples)
     assert all(sample.truncated == (sample.response_tokens == 12) for sample in samples)
-    answers = {problem.problem_id: problem.answer for problem in generate(6, seed=SYNTHETIC_SEED)}
+    answers = {problem.problem_id: problem.answer for problem in generate(6, seed=SYNTHETIC_SEED, split="held_out")}
     assert {sample.problem_id for sample in samples} == set(answers)
     assert all(sample.correct == (sample.extracted_answer == answers[sample.problem_id]) for sample in samples)
     assert set(result.metrics) >= {"pass@1", "maj@2", "runner"}

@@ -24,7 +24,7 @@ SPECIAL_TOKENS = {"pad": "<pad>", "bos": "<s>", "eos": "</s>", "unk": "<unk>"}
 
 def tokenizer_corpus(seed: int = 0) -> list[str]:
     """Text the tokenizer is trained on: the synthetic task plus generic prose and LaTeX."""
-    problems = generate(2000, seed=seed, difficulties=tuple(DIFFICULTY_LEVELS))
+    problems = generate(2000, seed=seed, difficulties=tuple(DIFFICULTY_LEVELS), split=None)
     texts = [f"Problem: {p.problem}\nSolution: {step_by_step(p)}" for p in problems]
     texts += [
         "Solve the problem step by step, then give the final answer in \\boxed{}.",

@@ -8,6 +8,7 @@ longer response can buy accuracy, as in the report's figure 5.
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass
 
 # level -> (operands, digits per operand). Single digits keep every written step small
@@ -39,20 +40,23 @@ def evaluate(operands: tuple[int, ...], operators: tuple[str, ...]) -> int:
     return total
 
 
-def make_problem(rng: random.Random, difficulty: str, index: int) -> ArithmeticProblem:
-    """One seeded problem of the given difficulty; running totals never go below zero."""
-    count, digits = DIFFICULTY_LEVELS[difficulty]
-    low, high = 10 ** (digits - 1) if digits > 1 else 0, 10**digits - 1
-    operands, operators, total = [rng.randint(low, high)], [], 0
-    total = operands[0]
-    for _ in range(count - 1):
-        operand = rng.randint(low, high)
-        operator = rng.choice(OPERATORS) if operand <= total else "+"
-        total = total + operand if operator == "+" else total - operand
-        operands.append(operand)
-        operators.append(operator)
-    operands, operators = tuple(operands), tuple(operators)
-    expression = str(operands[0]) + "".join(f"{op}{value}" for op, value in zip(operators, operands[1:]))
+TRAIN, HELD_OUT = "train", "held_out"
+HELD_OUT_EVERY = 5  # one expression in five belongs to the held-out split
+
+
+def split_of(expression: str) -> str:
+    """The split an expression belongs to, fixed by its text (a CRC), so no seed can draw it into the other."""
+    return HELD_OUT if zlib.crc32(expression.encode()) % HELD_OUT_EVERY == 0 else TRAIN
+
+
+def make_problem(rng: random.Random, difficulty: str, index: int, split: str | None = TRAIN) -> ArithmeticProblem:
+    """One seeded problem of the given difficulty from `split` (None: either); running totals never go below
+    zero. Draws are repeated until the expression is in the split."""
+    while True:
+        operands, operators = _operation(rng, difficulty)
+        expression = str(operands[0]) + "".join(f"{op}{value}" for op, value in zip(operators, operands[1:]))
+        if split is None or split_of(expression) == split:
+            break
     return ArithmeticProblem(
         problem_id=f"arith-{difficulty}-{index}",
         problem=f"Compute {expression}.",
@@ -63,14 +67,35 @@ def make_problem(rng: random.Random, difficulty: str, index: int) -> ArithmeticP
     )
 
 
-def generate(count: int, seed: int = 0,
-             difficulties: tuple[str, ...] = tuple(DIFFICULTY_LEVELS)) -> list[ArithmeticProblem]:
-    """`count` problems spread evenly over the difficulties, reproducible from the seed."""
+def _operation(rng: random.Random, difficulty: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Random operands and operators of the difficulty, with running totals never below zero."""
+    count, digits = DIFFICULTY_LEVELS[difficulty]
+    low, high = 10 ** (digits - 1) if digits > 1 else 0, 10**digits - 1
+    operands, operators = [rng.randint(low, high)], []
+    total = operands[0]
+    for _ in range(count - 1):
+        operand = rng.randint(low, high)
+        operator = rng.choice(OPERATORS) if operand <= total else "+"
+        total = total + operand if operator == "+" else total - operand
+        operands.append(operand)
+        operators.append(operator)
+    return tuple(operands), tuple(operators)
+
+
+def generate(count: int, seed: int = 0, difficulties: tuple[str, ...] = tuple(DIFFICULTY_LEVELS),
+             split: str | None = TRAIN) -> list[ArithmeticProblem]:
+    """`count` problems spread evenly over the difficulties, reproducible from the seed.
+
+    split: TRAIN (what training and warm-up draw), HELD_OUT (the synthetic-arithmetic benchmark's problems:
+    no training seed draws them) or None (either; for text that is not a training set, like a tokenizer's).
+    """
     unknown = set(difficulties) - DIFFICULTY_LEVELS.keys()
     if unknown:
         raise ValueError(f"unknown difficulty {sorted(unknown)}; choose from {', '.join(DIFFICULTY_LEVELS)}")
+    if split not in (TRAIN, HELD_OUT, None):
+        raise ValueError(f"split must be {TRAIN!r}, {HELD_OUT!r} or None, got {split!r}")
     rng = random.Random(seed)
-    return [make_problem(rng, difficulties[index % len(difficulties)], index) for index in range(count)]
+    return [make_problem(rng, difficulties[index % len(difficulties)], index, split) for index in range(count)]
 
 
 def step_by_step(problem: ArithmeticProblem) -> str:
