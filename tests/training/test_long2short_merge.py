@@ -157,3 +157,23 @@ def test_it_merges_a_tiny_pair_half_and_half_by_default_in_every_tensor(tiny_mod
     assert merged.keys() == parent.keys()
     for name, tensor in merged.items():
         assert torch.allclose(tensor, (parent[name] + second[name]) / 2, atol=1e-6), name
+
+
+def test_bf16_checkpoints_merge_in_float32_and_save_in_bf16(tiny_model_dir, tmp_path):
+    """The README's promise: sums in float32, the result in the parent's dtype (it was always float32)."""
+    from training.models.loading import load_model
+
+    parent, other = tmp_path / "parent16", tmp_path / "other16"
+    for source, target, seed in ((tiny_model_dir, parent, 5), (tiny_model_dir, other, 6)):
+        model = load_model(str(save_perturbed(source, target, seed=seed)))
+        model.to(torch.bfloat16).save_pretrained(target, safe_serialization=True)
+    outcome = run(MergeConfig(), merge_job(tmp_path, parent, [other]), Long2ShortHooks())
+    first, second = (load_model(str(path), dtype="auto").state_dict() for path in (parent, other))
+    merged = load_model(str(outcome.checkpoint_path), dtype="auto").state_dict()
+    for name, tensor in merged.items():
+        assert tensor.dtype == torch.bfloat16, name
+        expected = ((first[name].float() + second[name].float()) / 2).to(torch.bfloat16)
+        assert torch.equal(tensor, expected), name
+    fp32_other = save_perturbed(tiny_model_dir, tmp_path / "other32", seed=7)
+    with pytest.raises(ValueError, match="float32|dtype"):
+        run(MergeConfig(), merge_job(tmp_path / "mixed", parent, [fp32_other]), Long2ShortHooks())

@@ -119,7 +119,7 @@ def run(config, job: Long2ShortJob, hooks: Long2ShortHooks) -> Long2ShortOutcome
     check_weights(weights, len(others) + 1)
     for path in others:
         check_same_architecture(job.parent_model_path, path)
-    model, tokenizer = load_parent(job)
+    model, tokenizer = load_parent(job, dtype="auto")  # saved in the parent's dtype; sums are float32
     for path in others:
         check_same_vocabulary(tokenizer, path)
     reference = model.state_dict()
@@ -129,7 +129,7 @@ def run(config, job: Long2ShortJob, hooks: Long2ShortHooks) -> Long2ShortOutcome
     for step, (path, weight) in enumerate(zip(others, weights[1:]), start=1):
         if hooks.should_stop():
             raise Long2ShortStopped(f"stopped after merging {step} of {len(others) + 1} models")
-        other = load_model(str(path)).state_dict()
+        other = load_model(str(path), dtype="auto").state_dict()
         check_same_layout(reference, other, f"checkpoint {path}")
         add_weighted(total, other, weight, f"checkpoint {path}")
         del other

@@ -49,12 +49,13 @@ def save_variant_checkpoint(model, tokenizer, job: Long2ShortJob, method: str, c
     return final, folder_bytes(final)
 
 
-def load_parent(job: Long2ShortJob):
-    """(model, tokenizer) of the parent checkpoint; the model on the GPU when there is one, in training mode."""
+def load_parent(job: Long2ShortJob, dtype: str = "float32"):
+    """(model, tokenizer) of the parent checkpoint; the model on the GPU when there is one, in training mode, in
+    `dtype` ("auto": as stored)."""
     from training.models.loading import load_model, load_tokenizer
     from training.trainer.torch_trainer import default_device
 
     path = str(job.parent_model_path)
     if not Path(path).is_dir():
         raise FileNotFoundError(f"parent checkpoint {path} does not exist: was the parent run's checkpoint deleted?")
-    return load_model(path).to(default_device()), load_tokenizer(path)
+    return load_model(path, dtype).to(default_device()), load_tokenizer(path)

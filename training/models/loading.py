@@ -54,13 +54,14 @@ def load_tokenizer(path: str):
 
 
 def load_model(path: str, dtype: str = "float32"):
-    """A causal LM (or an image-text-to-text model, for a vision-language config) in training mode on the CPU."""
+    """A causal LM (or an image-text-to-text model, for a vision-language config) in training mode on the CPU;
+    dtype "auto": the dtype the checkpoint is stored in."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     vision = is_vision_language(AutoConfig.from_pretrained(path))
     model_class = AutoModelForImageTextToText if vision else AutoModelForCausalLM
-    model = model_class.from_pretrained(path, dtype=getattr(torch, dtype))
+    model = model_class.from_pretrained(path, dtype="auto" if dtype == "auto" else getattr(torch, dtype))
     model.config.use_cache = False
     if not vision:
         from training.models.attention import use_grouped_sdpa
