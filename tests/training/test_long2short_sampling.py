@@ -8,6 +8,7 @@ from training.long2short import sampling
 from training.long2short.base import Long2ShortHooks
 from training.long2short.sampling import sample_and_judge
 from training.models.loading import load_model, load_tokenizer
+from training.prompting import decode_response
 from training.rewards import CorrectnessRewards
 from training.tasks.arithmetic import generate
 from training.types import PromptRecord
@@ -34,6 +35,10 @@ def test_it_returns_n_judged_samples_per_problem_in_order(warm_model_dir, record
     for samples, sample_rewards in zip(judged, rewards):
         for sample, reward in zip(samples, sample_rewards):
             assert 1 <= sample.response_tokens <= 12
+            # the tokens as sampled travel with the text (the SFT and DPO targets), end-of-sequence only if it ended
+            assert len(sample.token_ids) == sample.response_tokens
+            assert decode_response(sample.token_ids, tokenizer) == sample.response
+            assert (sample.token_ids[-1] == tokenizer.eos_token_id) == (not sample.truncated)
             assert sample.correct == (reward == 1.0)
             ended = len(tokenizer(sample.response, add_special_tokens=False).input_ids) + 1 == sample.response_tokens
             assert sample.truncated == (not ended), sample  # an ended response is its tokens plus end-of-sequence

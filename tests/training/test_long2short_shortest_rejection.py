@@ -66,6 +66,20 @@ def test_it_keeps_the_shortest_correct_samples_and_sft_learns_them(warm_model_di
     assert any(line.startswith(f"kept {len(kept)} of 16 problems") for line in lines)
 
 
+def test_sft_trains_on_the_tokens_as_sampled_not_the_text_encoded_again(tiny_model_dir):
+    """Decoding and encoding again can split a text differently, and would add an end-of-sequence a truncated
+    sample never had: the sampled ids are the target; a sample kept as text alone is encoded."""
+    from training.long2short.base import KeptSample
+
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    record = easy_records(1)[0]
+    sampled = (40, 41, 42)  # say, a truncated response: no end-of-sequence
+    kept = [KeptSample(record.prompt_id, "7", 3, 4, 1, token_ids=sampled), KeptSample(record.prompt_id, "7", 2, 4, 1)]
+    (_, first), (_, second) = sft_examples(kept, [record], tokenizer)
+    assert first == sampled
+    assert second == tuple(tokenizer("7", add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,)
+
+
 def test_it_refuses_to_fine_tune_when_no_sample_is_correct(warm_model_dir, tmp_path):
     config = ShortestRejectionConfig(samples_per_problem=2, max_response_tokens=8)
     with pytest.raises(ValueError, match="no problem had a correct response among its 2 samples"):
@@ -76,8 +90,8 @@ def test_it_refuses_to_fine_tune_when_no_sample_is_correct(warm_model_dir, tmp_p
 def test_samples_are_judged_as_the_parent_run_judged_them(warm_model_dir, tmp_path):
     """A parent run that took only \\boxed{} answers: the tiny model's "Answer: N" responses were wrong for it,
     so nothing is kept (judged with flexible extraction instead, the same samples keep some problems)."""
-    config = ShortestRejectionConfig(samples_per_problem=4, max_response_tokens=40)
-    records = easy_records(4)
+    config = ShortestRejectionConfig(samples_per_problem=8, max_response_tokens=40)
+    records = easy_records(16)
     boxed = Long2ShortJob(parent_model_path=warm_model_dir, parent_config={"answer_extraction": "boxed"},
                           records=records, output_dir=tmp_path / "boxed", models_dir=tmp_path / "models")
     with pytest.raises(ValueError, match="no problem had a correct response"):

@@ -36,6 +36,7 @@ class KeptSample:
     response_tokens: int
     samples_drawn: int
     correct_samples: int
+    token_ids: tuple[int, ...] = ()  # the response as sampled, the SFT target
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class PreferencePair:
     chosen_tokens: int
     rejected_tokens: int
     rejected_reason: str  # "wrong_longer" or "correct_too_long"
+    chosen_ids: tuple[int, ...] = ()  # the responses as sampled, what DPO scores
+    rejected_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

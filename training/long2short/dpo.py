@@ -21,6 +21,7 @@ from training.long2short.dpo_loss import dpo_loss
 from training.long2short.output import load_parent, save_variant_checkpoint
 from training.long2short.sampling import JudgedSample, sample_and_judge
 from training.long2short.selection import preference_pairs
+from training.long2short.shortest_rejection import response_ids
 from training.prompting import prompt_ids
 from training.trainer.logprobs import token_logprobs
 from training.trainer.torch_trainer import default_device
@@ -86,12 +87,10 @@ def pair_counts(pairs: Sequence[PreferencePair], judged: Sequence[Sequence[Judge
 
 
 def tokenize_pair(pair: PreferencePair, problem: str, tokenizer) -> TokenizedPair:
-    """Responses are decoded samples: re-encoded as they were, then end-of-sequence (where the model stopped)."""
-    def encode(text: str) -> tuple[int, ...]:
-        return tuple(tokenizer(text, add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,)
-
-    return TokenizedPair(prompt=tuple(prompt_ids(problem, tokenizer)), chosen=encode(pair.chosen),
-                         rejected=encode(pair.rejected))
+    """The responses' tokens as sampled; a pair built without them (from text) is encoded, then end-of-sequence."""
+    return TokenizedPair(prompt=tuple(prompt_ids(problem, tokenizer)),
+                         chosen=pair.chosen_ids or response_ids(pair.chosen, tokenizer),
+                         rejected=pair.rejected_ids or response_ids(pair.rejected, tokenizer))
 
 
 def frozen_copy(model):

@@ -21,6 +21,7 @@ class JudgedSample:
     response_tokens: int
     correct: bool
     truncated: bool  # hit max_response_tokens without ending
+    token_ids: tuple[int, ...] = ()  # the response as sampled (end-of-sequence included where it ended)
 
 
 def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[PromptRecord], samples_per_problem: int,
@@ -87,6 +88,7 @@ def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
             completion, response = next(texts)
             samples.append(JudgedSample(prompt_id=record.prompt_id, response=response,
                                         response_tokens=len(completion.token_ids), correct=next(rewards) > 0.5,
-                                        truncated=completion.finish_reason == FINISH_LENGTH))
+                                        truncated=completion.finish_reason == FINISH_LENGTH,
+                                        token_ids=tuple(completion.token_ids)))
         judged.append(samples)
     return judged

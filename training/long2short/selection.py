@@ -36,6 +36,7 @@ def preference_pairs(samples: Sequence[JudgedSample], long_correct_ratio: float 
             pairs.append(PreferencePair(
                 prompt_id=chosen.prompt_id, chosen=chosen.response, rejected=sample.response,
                 chosen_tokens=chosen.response_tokens, rejected_tokens=sample.response_tokens, rejected_reason=reason,
+                chosen_ids=chosen.token_ids, rejected_ids=sample.token_ids,
             ))
     return pairs
 

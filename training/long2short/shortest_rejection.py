@@ -59,7 +59,8 @@ def kept_samples(judged: Sequence[Sequence[JudgedSample]]) -> list[KeptSample]:
         if best is not None:
             kept.append(KeptSample(prompt_id=best.prompt_id, response=best.response,
                                    response_tokens=best.response_tokens, samples_drawn=len(samples),
-                                   correct_samples=sum(sample.correct for sample in samples)))
+                                   correct_samples=sum(sample.correct for sample in samples),
+                                   token_ids=best.token_ids))
     return kept
 
 
@@ -77,14 +78,18 @@ def sampling_metrics(judged: Sequence[Sequence[JudgedSample]], kept: Sequence[Ke
 
 
 def sft_examples(kept: Sequence[KeptSample], records: Sequence[PromptRecord], tokenizer) -> list[Example]:
-    """Each kept response after its problem's prompt; the decoded sample is re-encoded as it was, then
-    end-of-sequence (where the model stopped)."""
+    """Each kept response after its problem's prompt: the tokens as sampled (decoding and encoding again can
+    split the text differently), else, for a sample kept without them, the text encoded plus end-of-sequence."""
     from training.prompting import prompt_ids
 
     problems = {record.prompt_id: record.problem for record in records}
     return [(tuple(prompt_ids(problems[sample.prompt_id], tokenizer)),
-             tuple(tokenizer(sample.response, add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,))
-            for sample in kept]
+             sample.token_ids or response_ids(sample.response, tokenizer)) for sample in kept]
+
+
+def response_ids(text: str, tokenizer) -> tuple[int, ...]:
+    """A response given as text: its tokens, then end-of-sequence."""
+    return tuple(tokenizer(text, add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,)
 
 
 def padded_batch(examples: Sequence[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
