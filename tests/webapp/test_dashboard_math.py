@@ -80,3 +80,12 @@ def test_token_efficiency_without_a_parent_score_leaves_the_changes_empty():
     efficiency = token_efficiency(0.4, 800.0, None, None)
     assert (efficiency.accuracy_change_points, efficiency.token_change_percent) == (None, None)
     assert efficiency.accuracy_per_1k_tokens == pytest.approx(50.0)
+
+
+def test_a_benchmark_scored_by_several_suites_gets_one_series_per_suite():
+    from webapp.pages.benchmark_labels import suite_labels
+
+    labels = suite_labels([("math500", 1, "short"), ("aime24", 1, "short"), ("math500", 2, "long"),
+                           ("math500", 1, "short")])
+    assert labels == {("math500", 1): "math500 (short)", ("math500", 2): "math500 (long)",
+                      ("aime24", 1): "aime24"}

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from webapp.evals.models import BenchmarkResult, EvalRun
+from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun
 from webapp.jobs import JobStatus
 from webapp.pages.run_charts import benchmark_series, chart_series, least_squares_line
 from webapp.pages.run_data import duration_text, eta_seconds
@@ -33,8 +33,10 @@ def add_samples(run, count: int) -> None:
 
 
 def evaluate(run, suite, iteration: int, scores: dict[str, tuple[float, float]], status=JobStatus.SUCCEEDED):
-    """A checkpoint of `run` at `iteration` and its evaluation with {benchmark: (score, mean tokens)}."""
-    checkpoint = Checkpoint.objects.create(project=run.project, run=run, iteration=iteration, path=f"/c/{iteration}")
+    """A checkpoint of `run` at `iteration` (made on first need) and its evaluation with {benchmark: (score, mean
+    tokens)}."""
+    checkpoint, _ = Checkpoint.objects.get_or_create(project=run.project, run=run, iteration=iteration,
+                                                     defaults={"path": f"/c/{iteration}"})
     evaluation = EvalRun.objects.create(project=run.project, suite=suite, checkpoint=checkpoint, status=status)
     for benchmark, (score, tokens) in scores.items():
         BenchmarkResult.objects.create(eval_run=evaluation, benchmark=benchmark, score=score,
@@ -100,6 +102,21 @@ def test_benchmark_series_follow_the_runs_succeeded_evaluations(run, suite, prom
     assert math["trend"]["intercept"] == pytest.approx(0.1)
     assert series["aime24"]["iteration"] == [10, 20]
     assert series["aime24"]["trend"] is None  # one point with a length: no line
+
+
+def test_each_suite_scoring_a_benchmark_is_its_own_series_and_a_rerun_counts_once(run, suite, project):
+    """Two suites may score math500 at other token limits: one trend across both would mix them."""
+    long = BenchmarkSuite.objects.create(project=project, name="long", benchmarks=suite.benchmarks)
+    evaluate(run, suite, 10, {"math500": (0.2, 1000.0)})
+    evaluate(run, suite, 20, {"math500": (0.3, 1100.0)})
+    evaluate(run, suite, 20, {"math500": (0.4, 1200.0)})  # the same checkpoint again: the latest counts
+    evaluate(run, long, 10, {"math500": (0.6, 8000.0)})
+    evaluate(run, long, 20, {"math500": (0.7, 9000.0)})
+    series = benchmark_series(run)
+    assert sorted(series) == ["math500 (long)", f"math500 ({suite.name})"]
+    assert (series[f"math500 ({suite.name})"]["iteration"], series[f"math500 ({suite.name})"]["score"]) == \
+        ([10, 20], [0.2, 0.4])
+    assert series["math500 (long)"]["mean_response_tokens"] == [8000.0, 9000.0]
 
 
 def test_the_run_page_shows_each_benchmarks_slope(client_for, bob, run, suite):

@@ -14,6 +14,7 @@ from django.db.models import F, Q, QuerySet
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
+from webapp.pages.benchmark_labels import suite_labels
 from webapp.projects.models import Project
 from webapp.runs.models import RLRun
 
@@ -72,15 +73,20 @@ def variants_of(parent: RLRun) -> list[Long2ShortVariant]:
 
 
 def evaluated_results(parent: RLRun, variants: Sequence[Long2ShortVariant]) -> list[dict[str, Any]]:
-    """Succeeded results of the parent's and the variants' checkpoints (one query), oldest evaluation first."""
+    """Succeeded results of the parent's and the variants' checkpoints (one query), oldest evaluation first;
+    "benchmark" names the series (benchmark_labels.suite_labels: "benchmark (suite)" where suites differ)."""
     sources = Q(eval_run__checkpoint__run=parent) | Q(eval_run__checkpoint__variant__in=[v.pk for v in variants])
-    return list(
+    rows = list(
         BenchmarkResult.objects.filter(sources, eval_run__status=JobStatus.SUCCEEDED)
         .annotate(checkpoint_id=F("eval_run__checkpoint_id"), run_id=F("eval_run__checkpoint__run_id"),
-                  variant_id=F("eval_run__checkpoint__variant_id"), iteration=F("eval_run__checkpoint__iteration"))
+                  variant_id=F("eval_run__checkpoint__variant_id"), iteration=F("eval_run__checkpoint__iteration"),
+                  suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))
         .order_by("eval_run__created_at", "eval_run_id")
-        .values("checkpoint_id", "run_id", "variant_id", "iteration", "benchmark", "score", "mean_response_tokens")
+        .values("checkpoint_id", "run_id", "variant_id", "iteration", "benchmark", "score", "mean_response_tokens",
+                "suite_id", "suite_name")
     )
+    labels = suite_labels((row["benchmark"], row["suite_id"], row["suite_name"]) for row in rows)
+    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])]} for row in rows]
 
 
 # ---------------------------------------------------------------- assembling

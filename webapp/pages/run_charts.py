@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Subquery, Value
 from django.db.models.functions import Greatest
 
+from webapp.pages.benchmark_labels import suite_labels
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.runs.models import IterationMetric, RLRun
@@ -59,15 +60,25 @@ def least_squares_line(xs: Sequence[float], ys: Sequence[float]) -> TrendLine | 
 
 
 def benchmark_series(run: RLRun) -> dict[str, dict[str, Any]]:
-    """Per benchmark, the succeeded evaluations of the run's checkpoints by iteration, and the accuracy-vs-length
-    trend across them (figures 6 and 8); one query."""
+    """Per benchmark and suite, the succeeded evaluations of the run's checkpoints by iteration, and the
+    accuracy-vs-length trend across them (figures 6 and 8); one query.
+
+    A series holds one suite's results only (two suites may score one benchmark at other token limits or sample
+    counts), labelled "benchmark (suite)" where several suites scored the benchmark; a checkpoint evaluated
+    twice on one suite counts once, with its latest evaluation."""
     results = (BenchmarkResult.objects
                .filter(eval_run__checkpoint__run=run, eval_run__status=JobStatus.SUCCEEDED)
-               .order_by("benchmark", "eval_run__checkpoint__iteration", "eval_run_id")
-               .values_list("benchmark", "eval_run__checkpoint__iteration", "score", "mean_response_tokens"))
+               .order_by("benchmark", "eval_run__suite__name", "eval_run__checkpoint__iteration", "eval_run_id")
+               .values_list("benchmark", "eval_run__suite_id", "eval_run__suite__name",
+                            "eval_run__checkpoint__iteration", "score", "mean_response_tokens"))
+    rows = list(results)
+    labels = suite_labels((benchmark, suite_id, name) for benchmark, suite_id, name, *_ in rows)
+    latest: dict[tuple, tuple] = {}
+    for benchmark, suite_id, _, iteration, score, tokens in rows:  # ordered: the last of a checkpoint is its latest
+        latest[(labels[(benchmark, suite_id)], iteration)] = (score, tokens)
     series: dict[str, dict[str, Any]] = {}
-    for benchmark, iteration, score, tokens in results:
-        points = series.setdefault(benchmark, {"iteration": [], "score": [], "mean_response_tokens": []})
+    for (label, iteration), (score, tokens) in latest.items():
+        points = series.setdefault(label, {"iteration": [], "score": [], "mean_response_tokens": []})
         points["iteration"].append(iteration)
         points["score"].append(score)
         points["mean_response_tokens"].append(tokens)
