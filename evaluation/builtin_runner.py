@@ -9,7 +9,9 @@ from evaluation.benchmarks.judging import AnswerJudge, Pairs
 from evaluation.context import EvalContext
 from evaluation.datasets import BenchmarkProblem, require_images
 from training.generation import GeneratedResponse
-from grading.cot_judge import JUDGE, RULE, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge
+from grading.cot_judge import (
+    JUDGE, RULE, VERIFIER_TIMED_OUT, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge,
+)
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome
 from evaluation.scoring import score_benchmark
 from evaluation.suite_config import BenchmarkSettings
@@ -105,11 +107,15 @@ def sample_outcome(problem: BenchmarkProblem, index: int, response: GeneratedRes
 
 
 def grading_metadata(spec: BenchmarkSpec, settings: BenchmarkSettings, samples: Sequence[SampleOutcome]) -> dict:
-    """How the benchmark was graded, for its result: the extraction policy and grader mode of answer benchmarks;
-    with a judge, the judge model, the samples it judged and its errors (outputs with no valid verdict)."""
+    """How the benchmark was graded, for its result: the extraction policy and grader mode of answer benchmarks,
+    and the checks the verifier did not finish in time (graded wrong) where there were any; with a judge, the judge
+    model, the samples it judged and its errors (outputs with no valid verdict)."""
     if not spec.grades_final_answers:
         return {}
     metadata = {"extraction_policy": settings.extraction_policy, "grader_mode": settings.grader_mode}
+    timeouts = sum(sample.detail == VERIFIER_TIMED_OUT for sample in samples)
+    if timeouts:
+        metadata["verifier_timeouts"] = timeouts
     if grader_mode_uses_judge(settings.grader_mode):
         verdicts = [sample.judge_verdict for sample in samples if sample.judge_verdict]
         metadata |= {"judge_model": settings.judge_model, "judged_samples": len(verdicts),

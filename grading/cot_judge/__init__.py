@@ -8,8 +8,8 @@ rule, judge, rule_then_judge. No torch here: CotJudge takes a batched generate(p
 
 from grading.cot_judge.judge import CotJudge, JudgeItem
 from grading.cot_judge.modes import (
-    GRADER_MODE_NAMES, JUDGE, RULE, RULE_THEN_JUDGE, Grade, RuleVerdict, grade, grader_mode_uses_judge,
-    verifier_decided, verifier_verdicts,
+    GRADER_MODE_NAMES, JUDGE, RULE, RULE_THEN_JUDGE, VERIFIER_TIMED_OUT, Grade, RuleVerdict, grade,
+    grader_mode_uses_judge, verifier_decided, verifier_verdicts,
 )
 from grading.cot_judge.prompt import judge_prompt
 from grading.cot_judge.verdict import CORRECT, INCORRECT, VERDICTS, JudgeVerdict, parse_verdict
@@ -27,6 +27,7 @@ __all__ = [
     "RULE_THEN_JUDGE",
     "RuleVerdict",
     "VERDICTS",
+    "VERIFIER_TIMED_OUT",
     "grade",
     "grader_mode_uses_judge",
     "judge_prompt",

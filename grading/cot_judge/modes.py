@@ -94,6 +94,9 @@ def grade(items: Sequence[JudgeItem], mode: str, rule: Rule, judge: CotJudge | N
     return GRADER_MODES[mode](items, rule, judge)
 
 
+VERIFIER_TIMED_OUT = "verifier timed out"  # RuleVerdict.detail of a check the verifier did not finish in time
+
+
 def verifier_decided(result: VerifierResult) -> bool:
     """Whether the verifier could decide: an answer was extracted, read and checked in time."""
     return result.decided
@@ -103,5 +106,5 @@ def verifier_verdicts(pairs: Sequence[tuple[str, str]], verifier: MathVerifier,
                       extraction_policy: str = FLEXIBLE) -> list[RuleVerdict]:
     """The verifier as a rule over (response, reference) pairs."""
     return [RuleVerdict(result.correct, verifier_decided(result), result.extracted or "",
-                        "verifier timed out" if result.timed_out else "")
+                        VERIFIER_TIMED_OUT if result.timed_out else "")
             for result in verifier.check_many(pairs, extraction_policy)]

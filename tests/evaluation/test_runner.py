@@ -143,3 +143,17 @@ def test_humaneval_programs_are_judged_in_the_sandbox():
     assert outcome.metadata["test_set"] == "full"
     assert outcome.score.score == pytest.approx(0.5)
     assert "maj@2" not in outcome.score.metrics  # a program is no answer to vote on
+
+
+def test_the_result_counts_the_checks_the_verifier_did_not_finish():
+    """A timed-out check grades the sample wrong; the result says how many there were (none: no entry)."""
+    from evaluation.benchmarks import BUILTIN_BENCHMARKS
+    from evaluation.builtin_runner import grading_metadata
+    from evaluation.outcome import SampleOutcome
+    from grading.cot_judge import VERIFIER_TIMED_OUT
+
+    spec, settings = BUILTIN_BENCHMARKS["math500"], BenchmarkSettings(benchmark="math500")
+    samples = [SampleOutcome("p", index, "r", 5, False, False, detail=detail)
+               for index, detail in enumerate((VERIFIER_TIMED_OUT, "", VERIFIER_TIMED_OUT))]
+    assert grading_metadata(spec, settings, samples)["verifier_timeouts"] == 2
+    assert "verifier_timeouts" not in grading_metadata(spec, settings, samples[1:2])
