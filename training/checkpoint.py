@@ -26,6 +26,7 @@ from training.types import CheckpointReport
 
 STATE_FILE = "training_state.pt"
 CONFIG_FILE = "mirrorlab_config.json"
+RANK_STATE_DIR = "rank_state"  # each rank's trainer state a checkpoint's weights do not hold (rank-<r>.pt)
 PREFIX = "iteration-"
 
 
@@ -89,10 +90,32 @@ def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: 
     tokenizer.save_pretrained(staging)
     (staging / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True))
     torch.save({"iteration": iteration, **state}, staging / STATE_FILE)
+    pending = pending_rank_state_dir(output_dir, iteration)
+    if pending.is_dir():
+        os.replace(pending, staging / RANK_STATE_DIR)
     if final.exists():
         shutil.rmtree(final)
     os.replace(staging, final)
     return checkpoint_report(final)
+
+
+def pending_rank_state_dir(output_dir: Path, iteration: int) -> Path:
+    """Where the ranks write their trainer state before save_checkpoint moves it into the checkpoint."""
+    final = checkpoint_dir(output_dir, iteration)
+    return final.with_name(final.name + ".rank_state")
+
+
+def write_rank_state(output_dir: Path, iteration: int, rank: int, state: dict[str, Any]) -> None:
+    """One rank's trainer state for the checkpoint of `iteration` (every rank writes its own, before it is saved)."""
+    folder = pending_rank_state_dir(output_dir, iteration)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(state, folder / f"rank-{rank}.pt")
+
+
+def read_rank_state(checkpoint: Path, rank: int) -> dict[str, Any] | None:
+    """A rank's trainer state in a checkpoint; None where the checkpoint holds none for it."""
+    path = Path(checkpoint) / RANK_STATE_DIR / f"rank-{rank}.pt"
+    return torch.load(path, weights_only=True) if path.is_file() else None
 
 
 def folder_bytes(folder: Path) -> int:

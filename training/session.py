@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -12,8 +13,8 @@ import torch
 from common.knobs import config_to_dict
 from training import distributed
 from training.checkpoint import (
-    finish_counts_for_rank, latest_checkpoint, replay_buffer_for_rank, replay_buffer_state, restore_rng, rng_state,
-    save_checkpoint,
+    finish_counts_for_rank, latest_checkpoint, read_rank_state, replay_buffer_for_rank, replay_buffer_state,
+    restore_rng, rng_state, save_checkpoint, write_rank_state,
 )
 from training.config import RLConfig
 from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
@@ -63,6 +64,10 @@ class RunSession:
         and returns the report."""
         self.ahead.wait()  # the rollouts made ahead change the buffer, the sampler and its generator
         rank_buffers = distributed.all_gather_objects((self.buffer.state_dict(), asdict(self.buffer.finish_counts)))
+        rank_state = self.trainer.rank_state()
+        if rank_state is not None:
+            write_rank_state(self.paths.output_dir, iteration, self.context.rank, rank_state)
+        distributed.barrier()  # every rank's state is written before the main rank moves it into the checkpoint
         report = None
         if self.context.is_main:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
@@ -117,6 +122,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     buffer = ReplayBuffer()
     if resume:
         hooks.log(f"resuming from {resume.path.name} (iteration {resume.iteration})")
+        load_rank_state(trainer, resume.path, context.rank, hooks)
         restore_rng(resume.state["rng"], numpy_rng)
         sampler.load_state_dict(resume.state["sampler"])
         buffer.load_state_dict(replay_buffer_for_rank(resume.state, context.rank, context.world_size),
@@ -135,6 +141,15 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
                                                                 EngineSettings.of_run(config),
                                                                 trainer=trainer)
     return session
+
+
+def load_rank_state(trainer, checkpoint: Path, rank: int, hooks: TrainingHooks) -> None:
+    """Give the trainer its state from the checkpoint (bf16 Megatron: the fp32 main weights), saying when the
+    checkpoint's state was written by another layout and the trainer goes on from the saved weights alone."""
+    state = read_rank_state(checkpoint, rank)
+    if state is not None and not trainer.load_rank_state(state):
+        hooks.log(f"rank {rank}: the checkpoint's trainer state was written with another parallel layout; "
+                  "going on from its saved weights (in bf16, rounded)")
 
 
 def run_rewards(config: RLConfig, paths: RunPaths) -> CorrectnessRewards:

@@ -64,3 +64,62 @@ def test_the_rl_loop_trains_on_megatron_with_the_warmed_up_weights(tiny_model_di
         warm = warm_hf[name]
         assert torch.equal(value, warm) or torch.equal(value, warm.to(result["megatron_dtype"]).to(value.dtype)), name
     assert any(not torch.equal(warm_hf[name], untouched[name]) for name in warm_hf)  # the warm-up changed them
+
+
+class Killed(Exception):
+    pass
+
+
+def resume_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
+    """bf16 Megatron: 3 iterations straight, and killed after iteration 2 (checkpoint 1 kept) then resumed."""
+    start_rank(rank, 1, port)
+    from common.knobs import parse_config
+    from training import loop
+    from training.checkpoint import RANK_STATE_DIR, checkpoint_dir
+    from training.config import RLConfig
+    from training.models.loading import load_model
+    from training.tasks.arithmetic import generate
+    from training.types import PromptRecord, RunPaths, TrainingHooks
+
+    config = parse_config(RLConfig, {
+        "model": model_dir, "trainer_backend": "megatron", "megatron_precision": "bf16", "iterations": 3,
+        "batch_size": 2, "samples_per_problem": 4, "max_response_tokens": 24, "learning_rate": 1e-5,
+        "length_penalty_weight": 1.0, "length_penalty_warmup_iterations": 0,  # rewards differ: gradients
+        "checkpoint_every_iterations": 1, "stored_samples_per_iteration": 0, "seed": 5})
+    records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(16, seed=1)]
+    runs = {name: Path(out_dir) / name for name in ("straight", "killed")}
+
+    def train(folder: Path, kill_after: int | None = None) -> dict:
+        metrics = {}
+
+        def on_iteration(report):
+            metrics[report.iteration] = (report.loss, report.kl, report.train_accuracy)
+            if report.iteration == kill_after:
+                raise Killed()
+
+        try:
+            loop.run(config, records, RunPaths(folder, Path(out_dir) / "models"),
+                     TrainingHooks(on_iteration=on_iteration))
+        except Killed:
+            pass
+        return metrics
+
+    straight, killed = train(runs["straight"]), train(runs["killed"], kill_after=2)
+    resumed = train(runs["killed"])
+    final = {name: load_model(str(checkpoint_dir(folder, 3))).state_dict() for name, folder in runs.items()}
+    torch.save({"straight": straight, "killed": killed, "resumed": resumed,
+                "same_weights": all(torch.equal(final["straight"][key], final["killed"][key])
+                                    for key in final["straight"]),
+                "rank_state": sorted(p.name for p in (checkpoint_dir(runs["straight"], 1) / RANK_STATE_DIR).glob("*"))},
+               Path(out_dir) / "resume.pt")
+
+
+def test_a_bf16_megatron_run_resumes_exactly_with_its_fp32_main_weights(warm_model_dir, tmp_path):
+    """The checkpoint's weights are the bf16-rounded ones; each rank's fp32 main weights go beside them, so the
+    resumed run trains on as the uninterrupted one did (a resume from the rounded weights alone diverged)."""
+    torch.multiprocessing.spawn(resume_worker, args=(free_port(), str(warm_model_dir), str(tmp_path)), nprocs=1)
+    result = torch.load(tmp_path / "resume.pt", weights_only=False)
+    assert result["rank_state"] == ["rank-0.pt"]
+    assert sorted(result["killed"]) == [1, 2] and sorted(result["resumed"]) == [2, 3]
+    assert {**result["killed"], **result["resumed"]} == result["straight"]
+    assert result["same_weights"]

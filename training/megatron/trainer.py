@@ -8,6 +8,7 @@ Hugging Face copy on the CPU, refreshed after every update, for checkpoints and 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from functools import partial
 
 import torch
@@ -116,6 +117,31 @@ class MegatronTrainer:
         """
         self.onload()
         self._set_main_weights(load_hf_state_dict(self.gpt, self.model.state_dict(), self.model.config, self.layout))
+
+    def rank_state(self) -> dict | None:
+        """This rank's fp32 main weights in bf16 training (the checkpoint's weights are the bf16-rounded model
+        weights, so a resume from them alone would lose the low bits), with the layout that sharded them; None
+        in fp32, where the model weights are the main weights."""
+        shards = self._main_shards()
+        if not shards:
+            return None
+        return {"layout": asdict(self.layout), "main_weights": [shard.detach().cpu().clone() for shard in shards]}
+
+    def load_rank_state(self, state: dict) -> bool:
+        """Take the main weights of rank_state; False (nothing changed) when another layout wrote them."""
+        shards, saved = self._main_shards(), state.get("main_weights", [])
+        if state.get("layout") != asdict(self.layout) or [s.shape for s in saved] != [s.shape for s in shards]:
+            return False
+        with torch.no_grad():
+            for shard, value in zip(shards, saved):
+                shard.copy_(value)
+        return True
+
+    def _main_shards(self) -> list[torch.Tensor]:
+        """The optimizer's fp32 main copies of this rank's 16-bit weights (its shard of each), in a fixed order."""
+        self.onload()
+        return [shard for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer])
+                for group in getattr(optimizer, "shard_fp32_from_float16_groups", []) for shard in group]
 
     def _set_main_weights(self, exact: dict[str, torch.Tensor]) -> None:
         """The optimizer's fp32 main weights from `exact` (the Hugging Face weights, unrounded)."""

@@ -82,6 +82,13 @@ class TorchTrainer:
     def reload_from_model(self) -> None:
         """Nothing to do: this trainer trains the Hugging Face model itself (megatron keeps weights of its own)."""
 
+    def rank_state(self) -> None:
+        """Nothing beyond the weights: the checkpoint's float32 Hugging Face weights are this trainer's own."""
+        return None
+
+    def load_rank_state(self, state: dict) -> bool:
+        return False
+
     def update(self, batch: PolicyBatch | None, rewards: torch.Tensor | None) -> dict[str, float]:
         """Gradient steps on one iteration's batch, from a freshly reset optimizer.
 
