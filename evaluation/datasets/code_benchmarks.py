@@ -102,8 +102,27 @@ def load_livecodebench(data_dir: Path, limit: int | None = None) -> list[Benchma
             for index, ((location, listing), public) in enumerate(pairs)]
 
 
+# The prompt's helpers, the dataset's check, and the entry point bound to the candidate when the check runs
+# (some checks call it by name, as in HumanEval/33, where the prompt's stub would return None).
+HUMANEVAL_CHECK = """{prompt}
+
+{test}
+
+_dataset_check = check
+
+
+def check(candidate):
+    globals()[{entry_point!r}] = candidate
+    _dataset_check(candidate)
+"""
+
+
 def load_humaneval(data_dir: Path, limit: int | None = None) -> list[BenchmarkProblem]:
-    """HumanEval (164 problems); one functional test case: the check(candidate) function."""
+    """HumanEval (164 problems); one functional test case: the check(candidate) function, after the prompt.
+
+    The prompt comes first in the check's code, so helpers the check calls (encode_cyclic, poly, ...) are the
+    prompt's own: looked up among the solution's globals, a solution could redefine them and pass with a
+    wrong answer (the original harness has that hole)."""
     problems = []
     for location, record in read_jsonl(Path(data_dir) / "humaneval" / "HumanEval.jsonl.gz", limit):
         entry_point = field_of(record, "entry_point", str, location)
@@ -113,7 +132,8 @@ def load_humaneval(data_dir: Path, limit: int | None = None) -> list[BenchmarkPr
         problems.append(BenchmarkProblem(
             problem_id=field_of(record, "task_id", str, location),
             prompt=field_of(record, "prompt", str, location),
-            test_cases=[{"kind": "functional", "entry_point": entry_point, "code": check_code}],
+            test_cases=[{"kind": "functional", "entry_point": entry_point, "code": HUMANEVAL_CHECK.format(
+                prompt=field_of(record, "prompt", str, location), test=check_code, entry_point=entry_point)}],
             metadata={"source": "HumanEval", "entry_point": entry_point,
                       "canonical_solution": record.get("canonical_solution")},
         ))

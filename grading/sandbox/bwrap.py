@@ -2,7 +2,7 @@
 
 The fork server (mode "bwrap") execs this command as the worker's unprivileged uid, so bwrap's user
 namespace maps the sandbox's user to that uid, never to host root. Inside: read-only /usr and the
-Python installation, a private /dev and /proc, a size-capped tmpfs scratch (also /tmp), and all
+Python installation, a private /dev (no /proc), a size-capped tmpfs scratch (also /tmp), and all
 namespaces unshared (no network at all); everything but the scratch (and a capped /dev/shm, as POSIX
 semaphores need) is read-only: /, /etc and /dev included. The seccomp program arrives on fd 6 (server.SECCOMP_FD).
 
@@ -71,7 +71,9 @@ def bwrap_argv(bwrap: str, python: str, python_prefix: str, limits: SandboxLimit
             argv += ["--ro-bind", path, path]
     if not python_prefix.startswith("/usr/"):
         argv += ["--ro-bind", python_prefix, python_prefix]
-    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"]
+    # no /proc: bwrap's init (pid 1, whose exit status is the run's) runs as the program's user, and through
+    # /proc/1/mem a program could rewrite it to exit 0 (the forkserver backend has no /proc either)
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev"]
     for path in (rootfs.SCRATCH, "/dev/shm"):  # /dev/shm: POSIX semaphores (multiprocessing)
         argv += scratch_tmpfs(path, limits, known)
     argv += ["--symlink", rootfs.SCRATCH, "/tmp", "--chdir", rootfs.SCRATCH]

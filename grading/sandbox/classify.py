@@ -35,8 +35,9 @@ def run_verdict(capture: Capture, exit_code: int | None, signal_number: int | No
     """None when the run ended by itself with status 0 (functional: or CHECK_FAILED, a wrong answer)."""
     if capture.output_exceeded:
         return OUTPUT_LIMIT
-    cpu_limit = math.ceil(limits.time_seconds)
-    if capture.timed_out or signal_number == signal.SIGXCPU or (
+    cpu_limit = math.ceil(limits.time_seconds)  # RLIMIT_CPU's whole seconds, per process
+    # cpu_seconds sums the run's processes: work split over forked children is held to the limit as a whole
+    if capture.timed_out or signal_number == signal.SIGXCPU or cpu_seconds > cpu_limit or (
             signal_number == signal.SIGKILL and cpu_seconds >= cpu_limit):
         return TIME_LIMIT
     if exit_code == running.MEMORY_ERROR or out_of_memory:

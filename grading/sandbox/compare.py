@@ -11,11 +11,13 @@ def stripped_lines(text: str) -> list[str]:
 
 
 def as_decimals(line: str) -> list[Decimal] | None:
-    """The line's whitespace-separated tokens as numbers, None when one is not a number."""
+    """The line's whitespace-separated tokens as numbers, None when one is not a number or is a NaN (a NaN
+    equals nothing, and comparing a signalling one raises: "sNaN" printed by a program would stop the judge)."""
     try:
-        return [Decimal(token) for token in line.split()]
+        numbers = [Decimal(token) for token in line.split()]
     except InvalidOperation:
         return None
+    return None if any(number.is_nan() for number in numbers) else numbers
 
 
 def lines_match(produced: str, expected: str) -> bool:

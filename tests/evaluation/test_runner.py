@@ -157,3 +157,21 @@ def test_the_result_counts_the_checks_the_verifier_did_not_finish():
                for index, detail in enumerate((VERIFIER_TIMED_OUT, "", VERIFIER_TIMED_OUT))]
     assert grading_metadata(spec, settings, samples)["verifier_timeouts"] == 2
     assert "verifier_timeouts" not in grading_metadata(spec, settings, samples[1:2])
+
+
+@needs_data
+def test_humaneval_helpers_come_from_the_prompt_not_the_solution():
+    """HumanEval/38's check encodes with encode_cyclic: a solution redefining it as the identity (and decoding
+    with the identity) passed when the check took helpers from the solution. /33's check calls the entry point
+    by name, which must still be the solution's."""
+    from evaluation.datasets import load_humaneval
+    from grading.sandbox import CodeJudge
+
+    problems = {problem.problem_id: problem for problem in load_humaneval(DATA_DIR, limit=40)}
+    cyclic, third = problems["HumanEval/38"], problems["HumanEval/33"]
+    cheat = cyclic.prompt.replace("def decode_cyclic", "def encode_cyclic(s):\n    return s\n\n\ndef decode_cyclic")
+    with CodeJudge() as judge:
+        assert judge.judge(cheat + "    return s\n", cyclic.test_cases).verdict == "wrong_answer"
+        for problem in (cyclic, third):
+            canonical = problem.prompt + problem.metadata["canonical_solution"]
+            assert judge.judge(canonical, problem.test_cases).verdict == "accepted", problem.problem_id

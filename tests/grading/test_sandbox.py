@@ -79,6 +79,15 @@ def test_it_compares_stdout_token_wise_like_livecodebench(judge):
     assert result.verdict == ACCEPTED
 
 
+def test_a_printed_nan_is_a_wrong_answer_and_never_stops_the_judge(judge):
+    """A signalling NaN raised in the judge's Decimal comparison, failing the whole batch with it."""
+    for printed, expected in (("sNaN", "3\n"), ("NaN", "3\n"), ("3", "sNaN\n")):
+        result = judge.judge(f"print('{printed}')\n", [{"kind": "stdin", "input": "", "output": expected}])
+        assert result.verdict == WRONG_ANSWER, (printed, expected)
+    same = judge.judge("print('sNaN')\n", [{"kind": "stdin", "input": "", "output": "sNaN\n"}])
+    assert same.verdict == ACCEPTED  # the same text still matches
+
+
 def test_it_accepts_a_correct_functional_solution_and_rejects_a_wrong_one(judge):
     assert judge.judge(CLOSE_ELEMENTS, CLOSE_ELEMENTS_TESTS).verdict == ACCEPTED
     wrong = judge.judge("def has_close_elements(numbers, threshold):\n    return False\n", CLOSE_ELEMENTS_TESTS)

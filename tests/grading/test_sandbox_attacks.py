@@ -229,6 +229,53 @@ def test_the_checker_cannot_be_read_or_traced(judge):
     assert judge.judge(prober, CLOSE_ELEMENTS_TESTS).verdict == WRONG_ANSWER
 
 
+def test_the_sandbox_init_cannot_be_patched_to_report_success(judge):
+    """Under bwrap, pid 1 (bwrap's init, whose exit status is the run's) ran as the program's user with /proc
+    mounted: a wrong solution wrote exit_group(0) into its code through /proc/1/mem and was accepted."""
+    patcher = WRONG_CLOSE_ELEMENTS + program("""
+        import os
+        try:
+            pc = int(open("/proc/1/syscall").read().split()[-1], 16)
+            memory = os.open("/proc/1/mem", os.O_RDWR)
+            os.pwrite(memory, bytes.fromhex("31ffb8e70000000f05"), pc)  # xor edi,edi; mov eax,231; syscall
+        except (OSError, ValueError):
+            pass
+    """)
+    assert judge.judge(patcher, CLOSE_ELEMENTS_TESTS).verdict == WRONG_ANSWER
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cpu_time_split_over_forked_children_counts_as_a_whole(backend):
+    """Each child stays under the per-process CPU limit of 1 s, together they use 1.6 s: time_limit, as the
+    same work in one process is (the output is right, so only the time can fail it)."""
+    reason = skip_reason(backend)
+    if reason:
+        pytest.skip(reason)
+    spinner = program("""
+        import os, time
+        def spin(seconds):
+            end = time.process_time() + seconds
+            while time.process_time() < end:
+                pass
+        children = []
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                spin(0.8)
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
+        print(3)
+    """)
+    limits = SandboxLimits(time_seconds=1, wall_seconds=6, memory_mb=256, output_bytes=1 << 20, file_bytes=16 << 20)
+    with CodeJudge(backend=backend, limits=limits) as judge:
+        result = judge.judge(spinner, [{"kind": "stdin", "input": "", "output": "3"}])
+        assert result.verdict == TIME_LIMIT, result
+        quick = judge.judge(spinner.replace("spin(0.8)", "spin(0.2)"), [{"kind": "stdin", "input": "", "output": "3"}])
+        assert quick.verdict == ACCEPTED, quick
+
+
 def test_exit_and_quit_end_a_program_normally(judge):
     for ending in ("exit()", "quit()", "exit(0)", "import sys\nsys.exit()"):
         result = judge.run(f"print(7)\n{ending}\nprint(8)\n")
