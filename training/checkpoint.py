@@ -132,8 +132,11 @@ def checkpoint_report(folder: Path) -> CheckpointReport:
 def complete_checkpoint_dirs(output_dir: Path) -> list[Path]:
     """A run's complete checkpoint folders (renamed into place, with their state), oldest first."""
     folder = Path(output_dir) / "checkpoints"
-    return sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / STATE_FILE).exists()
-                  and not p.name.endswith(".partial")) if folder.exists() else []
+    if not folder.exists():
+        return []
+    complete = [p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and p.name.removeprefix(PREFIX).isdigit()
+                and (p / STATE_FILE).exists()]
+    return sorted(complete, key=lambda p: int(p.name.removeprefix(PREFIX)))  # by number: 1000000 after 999999
 
 
 def latest_checkpoint(output_dir: Path) -> ResumeState | None:

@@ -64,7 +64,7 @@ def run_iteration(session: RunSession, iteration: int) -> IterationReport:
                           session.rewards) if rollouts.finished else None
     samples = stored_samples(session, rollouts.finished, scored)
     batch_results = merge_results(distributed.all_gather_objects(
-        rank_results(rollouts, scored, session.buffer, iteration, samples)))
+        rank_results(rollouts, scored, session.buffer, iteration, samples, config.exclude_segments_older_than)))
     if batch_results.scored is not None:
         session.sampler.update(batch_results.problem_indices, batch_results.scored.correct.mean(dim=1).tolist())
     if config.overlap_rollouts and iteration < config.iterations:  # the sampler has this batch's pass rates
@@ -148,29 +148,30 @@ class RolloutResults:
     parked: int  # unfinished groups in the replay buffer (bounded by max_parked_groups)
     samples: list[SampleReport]  # responses kept for the sample browser
     counts: dict[str, float]  # summed over ranks
-    oldest_token_iteration: int | None  # of the trained tokens; None without any
+    oldest_token_iteration: int | None  # of the tokens in the loss; None without any
 
 
 def rank_results(rollouts: IterationRollouts, scored: ScoredGroups | None, buffer: ReplayBuffer, iteration: int,
-                 samples: list[SampleReport]) -> RolloutResults:
-    """This rank's part of the iteration's results; `buffer` holds what waits for the next iteration."""
+                 samples: list[SampleReport], exclude_segments_older_than: int | None = None) -> RolloutResults:
+    """This rank's part of the iteration's results; `buffer` holds what waits for the next iteration.
+
+    The policy-version counts cover the tokens the loss trains on: segments older than
+    exclude_segments_older_than (as build_policy_batch masks them) are left out."""
     unfinished = sum(not group.finished for group in buffer.groups)
     finished = rollouts.finished
-    trajectories = [t for group in finished for t in group.trajectories]
+    made = [made_in for group in finished for t in group.trajectories for made_in in t.token_iterations
+            if exclude_segments_older_than is None or iteration - made_in <= exclude_segments_older_than]
     reused = rollouts.tokens_carried_over  # from earlier iterations' rollouts (partial rollouts' parked segments)
     counts = {"rollout_rounds": float(rollouts.rounds),
-              "tokens_from_older_policies": float(sum(t.tokens_before(iteration) for t in trajectories)),
-              "response_tokens_trained": float(sum(len(t.token_iterations) for t in trajectories)),
+              "tokens_from_older_policies": float(sum(made_in < iteration for made_in in made)),
+              "response_tokens_trained": float(len(made)),
               "groups_completed_over_budget": float(rollouts.groups_completed_over_budget),
               "stale_groups_dropped": float(rollouts.stale_groups_dropped),
               "finished_groups_waiting": float(len(buffer) - unfinished),
               "repeat_tokens_saved": float(rollouts.tokens_saved_by_repeat_stop)}
     return RolloutResults(scored=scored, problem_indices=[group.problem_index for group in finished],
                           tokens_generated=rollouts.tokens_generated, tokens_reused=reused, parked=unfinished,
-                          samples=samples, counts=counts,
-                          oldest_token_iteration=min((t.token_iterations[0] for t in trajectories
-                                                      if t.token_iterations),
-                                                     default=None))
+                          samples=samples, counts=counts, oldest_token_iteration=min(made, default=None))
 
 
 def merge_results(parts: list[RolloutResults]) -> RolloutResults:

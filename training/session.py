@@ -135,6 +135,9 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     )
     if resume:
         session.ahead.load_state_dict(resume.state.get("rollouts_ahead"))
+        if config.overlap_rollouts and resume.iteration > 0 and resume.state.get("rollouts_ahead") is None:
+            hooks.log(f"overlap_rollouts: the checkpoint of iteration {resume.iteration} holds no rollouts made "
+                      "ahead (it ended its run), so the next iteration is rolled out by the current policy")
     if not resume and config.warmup_sft_steps > 0:
         run_warmup(session, hooks)
     session.engine = rollout_engines.get(config.rollout_engine)(session.model, tokenizer, model_path,

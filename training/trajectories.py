@@ -36,10 +36,6 @@ class Trajectory:
         """Keep the first `length` response tokens."""
         del self.response_ids[length:], self.token_iterations[length:], self.sampler_logprobs[length:]
 
-    def tokens_before(self, iteration: int) -> int:
-        """Response tokens generated in earlier iterations (reused, not regenerated)."""
-        return sum(1 for made_in in self.token_iterations if made_in < iteration)
-
 
 @dataclass
 class Group:

@@ -104,3 +104,27 @@ def test_the_buffer_s_finish_counts_halve_every_iteration_and_round_trip():
     assert restored.finish_counts == buffer.finish_counts
     restored.load_state_dict([], {})  # a checkpoint from before the counts were kept
     assert restored.finish_counts == FinishCounts() and restored.finish_counts.continued_share() == 0.0
+
+
+def test_policy_version_metrics_count_the_tokens_the_loss_trains_on():
+    """Segments the exclusion leaves out of the loss are not "trained tokens from older policies": with
+    exclusion 0 only this iteration's tokens train, so the run is on-policy (share 0, span 0)."""
+    from training.iteration_rollouts import IterationRollouts
+    from training.loop import iteration_report, rank_results
+    from training.trajectories import Group, Trajectory
+
+    trajectory = Trajectory(prompt_ids=(1, 2))
+    for made_in, count in ((1, 2), (2, 1), (3, 1)):  # tokens of iterations 1, 1, 2 and 3, trained at 3
+        trajectory.extend([7] * count, made_in)
+    trajectory.finish_reason = FINISH_STOP
+    finished = [Group(problem_index=0, started_iteration=1, trajectories=[trajectory])]
+
+    def report(exclude):
+        results = rank_results(IterationRollouts(finished=finished, tokens_generated=1), None, ReplayBuffer(), 3, [],
+                               exclude)
+        return iteration_report(3, results, {}, 1.0).extra
+
+    everything, recent, on_policy = report(None), report(1), report(0)
+    assert (everything["old_policy_token_share"], everything["policy_version_span"]) == (0.75, 2.0)
+    assert (recent["old_policy_token_share"], recent["policy_version_span"]) == (0.5, 1.0)
+    assert (on_policy["old_policy_token_share"], on_policy["policy_version_span"]) == (0.0, 0.0)

@@ -1,0 +1,17 @@
+"""Which checkpoint folders count, and in which order: by iteration number, not by name."""
+
+from __future__ import annotations
+
+from training.checkpoint import STATE_FILE, checkpoint_dir, complete_checkpoint_dirs
+
+
+def test_checkpoints_sort_by_iteration_and_half_written_ones_do_not_count(tmp_path):
+    for iteration in (999_999, 1_000_000, 2):
+        folder = checkpoint_dir(tmp_path, iteration)
+        folder.mkdir(parents=True)
+        (folder / STATE_FILE).write_bytes(b"")
+    (tmp_path / "checkpoints" / "iteration-000003.partial").mkdir()  # a crash mid-save
+    (tmp_path / "checkpoints" / "iteration-000004").mkdir()  # no state file: not complete
+    names = [folder.name for folder in complete_checkpoint_dirs(tmp_path)]
+    assert names == ["iteration-000002", "iteration-999999", "iteration-1000000"]  # as text, 1000000 sorted first
+    assert complete_checkpoint_dirs(tmp_path / "nowhere") == []
