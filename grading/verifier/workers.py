@@ -20,12 +20,13 @@ WARM_UP_TIMEOUT_SECONDS = 120.0
 START_METHODS = ("spawn", "forkserver")
 
 
-def initialise_worker(pid_queue) -> None:
+def initialise_worker(pid_queue, pool_pid: int | None = None) -> None:
     """Runs first in each worker: die with the pool's process, report the pid (so the pool can kill it) and
-    import math_verify."""
+    import math_verify. A spawned worker gets here only after importing its parent's main module (seconds,
+    with torch); if the pool's process died meanwhile (pool_pid is no longer the parent), it exits at once."""
     from common.processes import die_with_parent
 
-    die_with_parent()
+    die_with_parent(pool_pid)
     pid_queue.put(os.getpid())
     from grading.verifier.equivalence import equivalence_verdict
 
@@ -51,8 +52,9 @@ class WorkerPool:
         context = multiprocessing.get_context(start_method)
         self._pid_queue = context.SimpleQueue()
         self._pids: set[int] = set()
+        parent = os.getpid() if start_method == "spawn" else None  # a forkserver worker's parent is the server
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=initialise_worker,
-                                             initargs=(self._pid_queue,))
+                                             initargs=(self._pid_queue, parent))
         # Submitted back to back, each warm-up finds no idle worker, so the executor starts all of them.
         try:
             for future in [self._executor.submit(warm_up) for _ in range(workers)]:

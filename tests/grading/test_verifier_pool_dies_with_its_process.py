@@ -37,3 +37,14 @@ def test_a_sigkilled_owner_leaves_no_verifier_worker_behind(tmp_path):
     finally:
         if owner.poll() is None:
             owner.kill()
+
+
+def test_a_worker_whose_pool_died_while_it_started_exits_at_once():
+    """A spawned worker imports its parent's main module before its initializer runs (seconds, with torch): if
+    the pool's process died meanwhile, the parent-death signal came too early to be armed, so the initializer
+    exits when the pool's process is no longer its parent."""
+    late = ("import multiprocessing\nfrom grading.verifier.workers import initialise_worker\n"
+            "initialise_worker(multiprocessing.get_context('spawn').SimpleQueue(), pool_pid=1)\n"
+            "print('went on as an orphan')\n")
+    finished = subprocess.run([sys.executable, "-c", late], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 1 and "orphan" not in finished.stdout, finished
