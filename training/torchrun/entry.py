@@ -14,7 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-from torch.distributed.elastic.multiprocessing.errors import record
+if __name__ == "__main__":  # run by torchrun: arm the parent-death signal before the seconds of importing torch
+    from common.processes import die_with_parent
+
+    die_with_parent()
+
+from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
 
 from common.knobs import parse_config
 from training.config import RLConfig
