@@ -23,6 +23,7 @@ from evaluation.datasets import (
     require_images,
 )
 from evaluation.suite_config import BENCHMARKS
+from tests.evaluation.functional_cases import run_functional
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "datasets"
 
@@ -98,12 +99,6 @@ def test_livecodebench_stdin_tests_carry_input_and_output():
     first = by_id(load("livecodebench"))["abc365_b"]
     assert first.test_cases[0] == {"kind": "stdin", "input": "4\n8 2 5 1\n", "output": "3\n"}
     assert first.metadata["source"] == "atcoder" and "Standard Input" in first.prompt
-
-
-def run_functional(solution: str, test_case: dict[str, str]) -> None:
-    """Run a functional test case the way the sandbox does: solution, check code, check(entry_point)."""
-    program = f"from typing import *\n{solution}\n{test_case['code']}\ncheck({test_case['entry_point']})\n"
-    exec(compile(program, "<test case>", "exec"), {})
 
 
 def test_livecodebench_functional_tests_check_a_leetcode_solution():

@@ -30,6 +30,7 @@ from evaluation.datasets.hub import (
     HubUnavailable,
     livecodebench_prompt,
 )
+from tests.evaluation.functional_cases import run_functional
 
 SHARED_DATA_DIR = Path(__file__).parents[2].parent / "shared" / "datasets"
 
@@ -158,12 +159,6 @@ def fetch(name: str, data_dir: Path, **kwargs: Any) -> list[Path]:
 
 def by_id(problems):
     return {problem.problem_id: problem for problem in problems}
-
-
-def run_functional(solution: str, test_case: dict[str, str]) -> None:
-    """Run a functional test case the way the sandbox does: solution, check code, check(entry_point)."""
-    program = f"from typing import *\n{solution}\n{test_case['code']}\ncheck({test_case['entry_point']})\n"
-    exec(compile(program, "<test case>", "exec"), {})
 
 
 def files_under(folder: Path) -> list[Path]:
