@@ -8,9 +8,9 @@ from typing import Any, Sequence
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Subquery, Value
 from django.db.models.functions import Greatest
 
-from webapp.pages.benchmark_labels import suite_labels
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
+from webapp.pages.benchmark_labels import suite_labels
 from webapp.runs.models import IterationMetric, RLRun
 
 MAX_CHART_POINTS = 500
