@@ -102,3 +102,18 @@ def test_samples_are_judged_as_the_parent_run_judged_them(warm_model_dir, tmp_pa
 def test_it_stops_between_steps_when_asked(warm_model_dir, tmp_path):
     with pytest.raises(Long2ShortStopped, match="after 0 of 2 problems"):
         run(CONFIG, job_for(warm_model_dir, easy_records(2), tmp_path), Long2ShortHooks(should_stop=lambda: True))
+
+
+def test_the_sampling_limit_is_the_parent_runs_unless_set(tmp_path):
+    """A long-CoT parent's correct answers need its own limit: cut at a fixed 256 tokens they counted as wrong."""
+    from training.config import RLConfig
+    from training.long2short.base import sampling_limit
+
+    def job(parent_config):
+        return Long2ShortJob(parent_model_path=tmp_path, parent_config=parent_config, records=(),
+                             output_dir=tmp_path, models_dir=tmp_path)
+
+    assert sampling_limit(None, job({"max_response_tokens": 4096})) == 4096
+    assert sampling_limit(40, job({"max_response_tokens": 4096})) == 40
+    assert sampling_limit(None, job({})) == RLConfig().max_response_tokens
+    assert ShortestRejectionConfig().max_response_tokens is None

@@ -143,7 +143,8 @@ def test_cancelling_a_queued_variant_cancels_it(client_for, alice, run, family):
 
 def launch_data(method_config, **overrides) -> dict:
     """What the launch form posts with the method's defaults, and some fields changed."""
-    data = {knob["name"]: str(knob["default"]) for knob in describe_knobs(method_config)}
+    data = {knob["name"]: "" if knob["default"] is None else str(knob["default"])  # an empty field
+            for knob in describe_knobs(method_config)}
     data.update({name: str(value) for name, value in overrides.items()})
     return data
 
@@ -167,7 +168,7 @@ def test_launching_queues_a_variant_with_the_resolved_parameters(client_for, ali
     assert response.status_code == 302 and response["Location"] == reverse("variant-detail", args=[variant.pk])
     assert (variant.status, variant.method, variant.parent_run, variant.evaluation_suite, variant.owner) == (
         "queued", "dpo", run, suite, alice)
-    assert variant.parameters == {"samples_per_problem": 8, "max_response_tokens": 256, "long_correct_ratio": 1.5,
+    assert variant.parameters == {"samples_per_problem": 8, "max_response_tokens": None, "long_correct_ratio": 1.5,
                                   "beta": 0.3, "learning_rate": 1e-6, "epochs": 1, "temperature": 1.0,
                                   "pairs_per_step": 8, "seed": 0}
 

@@ -104,8 +104,9 @@ class ShortestRejectionConfig:
         minimum=1,
         maximum=MAX_SAMPLES_PER_PROBLEM,
     )
-    max_response_tokens: int = knob(
-        256, "Longest sampled response, in tokens.", group="sampling", minimum=1, maximum=MAX_TOKENS
+    max_response_tokens: int | None = knob(
+        None, "Longest sampled response, in tokens; empty = the parent run's max_response_tokens (a shorter limit "
+        "cuts long correct answers, which then count as wrong).", group="sampling", minimum=1, maximum=MAX_TOKENS
     )
     learning_rate: float = knob(
         1e-5, "SFT learning rate.", group="sft", exclusive_minimum=0.0, maximum=MAX_LEARNING_RATE
@@ -129,8 +130,9 @@ class DPOConfig:
         minimum=1,
         maximum=MAX_SAMPLES_PER_PROBLEM,
     )
-    max_response_tokens: int = knob(
-        256, "Longest sampled response, in tokens.", group="sampling", minimum=1, maximum=MAX_TOKENS
+    max_response_tokens: int | None = knob(
+        None, "Longest sampled response, in tokens; empty = the parent run's max_response_tokens (a shorter limit "
+        "cuts long correct answers, which then count as wrong).", group="sampling", minimum=1, maximum=MAX_TOKENS
     )
     long_correct_ratio: float = knob(
         1.5,

@@ -99,6 +99,11 @@ def parent_run_config(parent_config: dict[str, Any]):
     return parse_config(RLConfig, {name: value for name, value in parent_config.items() if name in known})
 
 
+def sampling_limit(max_response_tokens: int | None, job: Long2ShortJob) -> int:
+    """A method's response limit: its own, else the parent run's max_response_tokens."""
+    return max_response_tokens or parent_run_config(job.parent_config).max_response_tokens
+
+
 def parent_rewards(job: Long2ShortJob):
     """The parent run's grader (answer extraction, grader mode and judge), so a variant judges its samples as the
     run judged its rollouts; close it after use."""

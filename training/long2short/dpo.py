@@ -16,6 +16,7 @@ import torch
 from training.config import DPOConfig
 from training.long2short.base import (
     Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, PreferencePair, parent_rewards,
+    sampling_limit,
 )
 from training.long2short.dpo_loss import dpo_loss
 from training.long2short.output import load_parent, save_variant_checkpoint
@@ -46,7 +47,7 @@ def run(config: DPOConfig, job: Long2ShortJob, hooks: Long2ShortHooks) -> Long2S
     model.to(default_device())
     hooks.log(f"sampling {config.samples_per_problem} responses to each of {len(job.records)} problems")
     judged = sample_and_judge(model, tokenizer, str(job.parent_model_path), job.records, config.samples_per_problem,
-                              config.max_response_tokens, config.temperature, config.seed,
+                              sampling_limit(config.max_response_tokens, job), config.temperature, config.seed,
                               str(job.parent_config.get("rollout_engine", "torch")), hooks.within(0.0, SAMPLING_SHARE),
                               parent_rewards(job))
     pairs = build_pairs(judged, config.long_correct_ratio)

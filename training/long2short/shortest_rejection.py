@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from training.config import ShortestRejectionConfig
 from training.long2short.base import (
-    KeptSample, Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, parent_rewards,
+    KeptSample, Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, parent_rewards, sampling_limit,
 )
 from training.long2short.sampling import JudgedSample
 from training.types import PromptRecord
@@ -33,7 +33,7 @@ def run(config: ShortestRejectionConfig, job: Long2ShortJob, hooks: Long2ShortHo
     model, tokenizer = load_parent(job)
     hooks.log(f"sampling {config.samples_per_problem} responses to each of {len(job.records)} problems")
     judged = sample_and_judge(model, tokenizer, str(job.parent_model_path), job.records, config.samples_per_problem,
-                              config.max_response_tokens, config.temperature, config.seed,
+                              sampling_limit(config.max_response_tokens, job), config.temperature, config.seed,
                               str(job.parent_config.get("rollout_engine", "torch")), hooks.within(0.0, SAMPLING_SHARE),
                               parent_rewards(job))
     kept = kept_samples(judged)
