@@ -174,8 +174,13 @@ def offload_round_trip(model_dir: str, batch, precision: str) -> dict:
 
     result = {"held": offloaded.memory.device_bytes(), "offloaded_updates": [offloaded.update(batch, REWARDS)],
               "main_copies": len(separate_main_weights(offloaded.optimizer, ddp_buffers(offloaded.ddp)))}
+    before = offloaded.rank_state()
     offloaded.offload_to_cpu()
     result["held_offloaded"] = offloaded.memory.device_bytes()
+    while_offloaded = offloaded.rank_state()  # a checkpoint while vLLM holds the devices: read from the host
+    result["rank_state_offloaded"] = (before is None and while_offloaded is None and offloaded.memory.offloaded) or (
+        offloaded.memory.offloaded and all(torch.equal(a, b) for a, b in zip(before["main_weights"],
+                                                                              while_offloaded["main_weights"])))
     offloaded.onload()
     result["offloaded_updates"].append(offloaded.update(batch, REWARDS))
     result["kept_updates"] = [kept.update(batch, REWARDS) for _ in range(2)]
@@ -296,6 +301,7 @@ def test_a_bf16_trainer_keeps_the_warm_up_weights_exact_in_its_fp32_main_weights
 def test_offloading_the_trainer_frees_its_buffers_and_changes_no_update(single, precision):
     result = single["offload"][precision]
     assert result["held"] > 0 and result["held_offloaded"] == 0  # weights, gradients, main weights all let go
+    assert result["rank_state_offloaded"]  # the main weights read offloaded, without onloading the trainer
     assert (result["main_copies"] > 0) == (precision == "bf16")  # fp32 main weights in bf16, views in fp32
     for offloaded, kept in zip(result["offloaded_updates"], result["kept_updates"]):
         for metric in ("loss", "first_step_loss", "grad_norm", "kl", "sampler_kl"):

@@ -15,14 +15,12 @@ import torch
 
 from training.config import DPOConfig
 from training.long2short.base import (
-    Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, PreferencePair, parent_rewards,
-    sampling_limit,
+    Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, PreferencePair,
 )
 from training.long2short.dpo_loss import dpo_loss
 from training.long2short.output import load_parent, save_variant_checkpoint
-from training.long2short.sampling import JudgedSample, sample_and_judge
+from training.long2short.sampling import JudgedSample, response_ids, sample_parent
 from training.long2short.selection import preference_pairs
-from training.long2short.shortest_rejection import response_ids
 from training.prompting import prompt_ids
 from training.trainer.logprobs import token_logprobs
 from training.trainer.torch_trainer import default_device
@@ -46,10 +44,7 @@ def run(config: DPOConfig, job: Long2ShortJob, hooks: Long2ShortHooks) -> Long2S
     model, tokenizer = load_parent(job)
     model.to(default_device())
     hooks.log(f"sampling {config.samples_per_problem} responses to each of {len(job.records)} problems")
-    judged = sample_and_judge(model, tokenizer, str(job.parent_model_path), job.records, config.samples_per_problem,
-                              sampling_limit(config.max_response_tokens, job), config.temperature, config.seed,
-                              str(job.parent_config.get("rollout_engine", "torch")), hooks.within(0.0, SAMPLING_SHARE),
-                              parent_rewards(job))
+    judged = sample_parent(model, tokenizer, job, config, hooks.within(0.0, SAMPLING_SHARE))
     pairs = build_pairs(judged, config.long_correct_ratio)
     hooks.log(f"built {len(pairs)} preference pairs")
     problems = {record.prompt_id: record.problem for record in job.records}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from training.rollout.base import EngineSettings
 from typing import Sequence
 
-from training.long2short.base import Long2ShortHooks, Long2ShortStopped
+from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortStopped, parent_rewards, sampling_limit
+from training.rollout.base import EngineSettings
 from training.types import PromptRecord
 
 SEQUENCES_PER_CALL = 256  # responses per engine call; between calls the job may stop and reports progress
@@ -22,6 +22,20 @@ class JudgedSample:
     correct: bool
     truncated: bool  # hit max_response_tokens without ending
     token_ids: tuple[int, ...] = ()  # the response as sampled (end-of-sequence included where it ended)
+
+
+def sample_parent(model, tokenizer, job: Long2ShortJob, config, hooks: Long2ShortHooks) -> list[list[JudgedSample]]:
+    """sample_and_judge of the job's records as the parent run would: its rollout engine, its response limit
+    unless config.max_response_tokens sets one, and its grader; config: a sampling method's (samples_per_problem,
+    max_response_tokens, temperature, seed)."""
+    return sample_and_judge(model, tokenizer, str(job.parent_model_path), job.records, config.samples_per_problem,
+                            sampling_limit(config.max_response_tokens, job), config.temperature, config.seed,
+                            str(job.parent_config.get("rollout_engine", "torch")), hooks, parent_rewards(job))
+
+
+def response_ids(text: str, tokenizer) -> tuple[int, ...]:
+    """A response given as text (not as sampled tokens): its tokens, then end-of-sequence."""
+    return tuple(tokenizer(text, add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,)
 
 
 def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[PromptRecord], samples_per_problem: int,

@@ -11,10 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from training.config import ShortestRejectionConfig
-from training.long2short.base import (
-    KeptSample, Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped, parent_rewards, sampling_limit,
-)
-from training.long2short.sampling import JudgedSample
+from training.long2short.base import KeptSample, Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
+from training.long2short.sampling import JudgedSample, response_ids
 from training.types import PromptRecord
 
 SAMPLING_SHARE = 0.5  # of the progress bar; SFT takes the rest
@@ -25,17 +23,14 @@ Example = tuple[tuple[int, ...], tuple[int, ...]]  # (prompt ids, response ids e
 def run(config: ShortestRejectionConfig, job: Long2ShortJob, hooks: Long2ShortHooks) -> Long2ShortOutcome:
     """Sample, keep the shortest correct per problem, SFT the parent on the kept responses, save it."""
     from training.long2short.output import load_parent, save_variant_checkpoint
-    from training.long2short.sampling import sample_and_judge
+    from training.long2short.sampling import sample_parent
 
     if not job.records:
         raise ValueError("shortest rejection sampling needs problems: the variant's prompt set is empty")
     torch.manual_seed(config.seed)
     model, tokenizer = load_parent(job)
     hooks.log(f"sampling {config.samples_per_problem} responses to each of {len(job.records)} problems")
-    judged = sample_and_judge(model, tokenizer, str(job.parent_model_path), job.records, config.samples_per_problem,
-                              sampling_limit(config.max_response_tokens, job), config.temperature, config.seed,
-                              str(job.parent_config.get("rollout_engine", "torch")), hooks.within(0.0, SAMPLING_SHARE),
-                              parent_rewards(job))
+    judged = sample_parent(model, tokenizer, job, config, hooks.within(0.0, SAMPLING_SHARE))
     kept = kept_samples(judged)
     if not kept:
         raise ValueError(f"no problem had a correct response among its {config.samples_per_problem} samples, so "
@@ -86,10 +81,6 @@ def sft_examples(kept: Sequence[KeptSample], records: Sequence[PromptRecord], to
     return [(tuple(prompt_ids(problems[sample.prompt_id], tokenizer)),
              sample.token_ids or response_ids(sample.response, tokenizer)) for sample in kept]
 
-
-def response_ids(text: str, tokenizer) -> tuple[int, ...]:
-    """A response given as text: its tokens, then end-of-sequence."""
-    return tuple(tokenizer(text, add_special_tokens=False).input_ids) + (tokenizer.eos_token_id,)
 
 
 def padded_batch(examples: Sequence[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

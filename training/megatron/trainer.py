@@ -138,8 +138,9 @@ class MegatronTrainer:
         return True
 
     def _main_shards(self) -> list[torch.Tensor]:
-        """The optimizer's fp32 main copies of this rank's 16-bit weights (its shard of each), in a fixed order."""
-        self.onload()
+        """The optimizer's fp32 main copies of this rank's 16-bit weights (its shard of each), in a fixed order;
+        readable and writable offloaded too (they then live in host memory), so a checkpoint taken while vLLM
+        holds the devices does not bring the trainer back onto them."""
         return [shard for optimizer in getattr(self.optimizer, "chained_optimizers", [self.optimizer])
                 for group in getattr(optimizer, "shard_fp32_from_float16_groups", []) for shard in group]
 

@@ -116,19 +116,22 @@ class VisionInputs:
         }
 
 
-def vision_inputs_from_folder(model_path: str) -> VisionInputs:
-    """VisionInputs of the vision-language model saved in model_path (its config's image token, its processor)."""
+def vision_inputs_from_folder(model_path: str, image_token_id: int | None = None) -> VisionInputs:
+    """VisionInputs of the vision-language model saved in model_path: its processor, and its config's image token
+    unless given."""
     from transformers import AutoConfig
 
     from training.models.loading import load_image_processor
 
-    return VisionInputs(load_image_processor(model_path), AutoConfig.from_pretrained(model_path).image_token_id)
+    if image_token_id is None:
+        image_token_id = AutoConfig.from_pretrained(model_path).image_token_id
+    return VisionInputs(load_image_processor(model_path), image_token_id)
 
 
 def vision_inputs_for(model, model_path: str) -> VisionInputs | None:
     """VisionInputs for a vision-language model (its image processor loaded from model_path); None otherwise."""
-    from training.models.loading import is_vision_language, load_image_processor
+    from training.models.loading import is_vision_language
 
     if not is_vision_language(model.config):
         return None
-    return VisionInputs(load_image_processor(model_path), model.config.image_token_id)
+    return vision_inputs_from_folder(model_path, model.config.image_token_id)

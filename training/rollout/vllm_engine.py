@@ -111,9 +111,9 @@ class VllmRolloutEngine(SharedDeviceEngine):
         from vllm.platforms import current_platform
 
         self.eos_id = eos_id
-        self.vision = vision  # a vision-language model: requests may carry images
+        # a vision-language model's image processing (requests may carry images), None for a text model: here it
         # counts the tokens vLLM's processor expands each image placeholder to, for the context check
-        self.image_tokens = vision_inputs_from_folder(model_path) if vision else None
+        self.vision = vision_inputs_from_folder(model_path) if vision else None
         self.update_bucket_bytes = update_bucket_bytes
         self.last_update_seconds: float | None = None
         self.on_cpu = current_platform.is_cpu()
@@ -184,7 +184,7 @@ class VllmRolloutEngine(SharedDeviceEngine):
 
         if not request.images:
             return TokensPrompt(prompt_token_ids=list(request.prompt_ids))
-        if not self.vision:
+        if self.vision is None:
             raise ValueError(f"request {index} carries {len(request.images)} image(s), but the engine's model "
                              "is a text-only model with no vision encoder; use a vision-language model")
         return TokensPrompt(prompt_token_ids=list(request.prompt_ids),
@@ -195,8 +195,7 @@ class VllmRolloutEngine(SharedDeviceEngine):
         if not request.prompt_ids:
             raise ValueError(f"request {index}: prompt_ids is empty")
         limit = request_limit(request, settings)
-        length = self.image_tokens.prompt_length(request) if request.images and self.image_tokens \
-            else len(request.prompt_ids)
+        length = self.vision.prompt_length(request) if request.images and self.vision else len(request.prompt_ids)
         check_room(index, length, limit, self.max_model_len, "the engine's max_model_len")
         if limit < 1:
             raise ValueError(f"request {index}: asks for {limit} new tokens; at least 1 is needed")
