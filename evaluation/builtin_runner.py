@@ -124,9 +124,9 @@ def grading_metadata(spec: BenchmarkSpec, settings: BenchmarkSettings, samples: 
 
 
 def votes_on_answers(spec: BenchmarkSpec, settings: BenchmarkSettings) -> bool:
-    """Whether maj@n means something: final answers the rule extracts (a program has no answer to vote on, and
-    the judge alone extracts none)."""
-    return spec.grades_final_answers and settings.grader_mode != JUDGE
+    """Whether maj@n means something: final answers the rule or the benchmark's own judge extracts (a program has
+    no answer to vote on, and the judge model alone extracts none)."""
+    return spec.has_final_answers and settings.grader_mode != JUDGE
 
 
 def outcome_from_samples(benchmark: str, per_problem: Sequence[Sequence[SampleOutcome]],
@@ -166,6 +166,8 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
         context.log(f"{settings.benchmark}: {len(per_problem)}/{len(problems)} problems, "
                     f"accuracy so far {correct / total:.3f}")
     metadata = {"runner": "mirrorlab", "rollout_engine": context.rollout_engine,
+                "sampling": {"samples_per_problem": settings.samples_per_problem, "max_tokens": settings.max_tokens,
+                             "temperature": settings.temperature, "top_p": settings.top_p, "seed": context.seed},
                 **grading_metadata(spec, settings, [sample for samples in per_problem for sample in samples])}
     if spec.test_set:
         metadata["test_set"] = spec.test_set

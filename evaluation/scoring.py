@@ -58,22 +58,25 @@ def pass_at_1_averaged(correct: Sequence[Sequence[bool]]) -> float:
 
 _CORRECT = ("the reference answer",)  # the vote class of every correct sample (a tuple: never an answer string)
 _OPTION_LETTER = re.compile(r"\(?([A-Za-z])\)?\.?")
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(,\d{3})+(\.\d*)?")  # 12,345.6: commas that group digits, not a list
 
 
 def vote_key(answer: str | None, correct: bool) -> Hashable | None:
     """The class a sample votes for: one class for all correct samples (the grader found each equal to the
-    reference, however it is written: "025" and "25.0" for 25), wrong ones by their answer with spaces and
-    dollar signs dropped, option letters and numbers in one form; None (no vote) when nothing was extracted."""
-    if answer is None:
-        return None
+    reference, however it is written: "025" and "25.0" for 25; a judge may find one correct that the rule
+    extracted nothing from), wrong ones by their answer with spaces and dollar signs dropped, option letters
+    and numbers in one form ("1,000" is 1000, the list "1,2" stays a list); None (no vote) for a wrong sample
+    with nothing extracted."""
     if correct:
         return _CORRECT
+    if answer is None:
+        return None
     text = re.sub(r"\s+", "", answer).strip("$")
     letter = _OPTION_LETTER.fullmatch(text)
     if letter:
         return letter.group(1).upper()
     try:
-        number = float(text.replace(",", ""))
+        number = float(text.replace(",", "") if _THOUSANDS.fullmatch(text) else text)
     except ValueError:
         return text
     return f"{number:.12g}" if math.isfinite(number) else text
@@ -99,8 +102,8 @@ def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Seq
     """maj@k over problems: answers and correct are (problems, samples); k=None votes over all samples.
 
     Samples vote by vote_key: every correct sample for the reference, wrong ones by their (normalised) answer;
-    the problem counts as right when the reference wins. A problem whose first k answers are all None (nothing
-    extracted) counts as wrong.
+    the problem counts as right when the reference wins. A problem where none of the first k samples votes
+    (all wrong, nothing extracted) counts as wrong.
     """
     _check_problems(correct)
     if len(answers) != len(correct):
@@ -171,8 +174,8 @@ class BenchmarkScore:
     """One benchmark's result, shaped like webapp's BenchmarkResult row (scores 0 to 1, lengths in tokens)."""
 
     score: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None  # None: no interval (a corpus-level metric, such as BLEU, has no per-problem scores)
+    ci_high: float | None
     mean_response_tokens: float
     num_problems: int
     samples_per_problem: int

@@ -63,6 +63,7 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
         merged = merge_checkpoints(variant, config.other_checkpoint_ids, config.other_run_iterations)
     output_dir = variant_checkpoint_folder(variant.pk)
     output_dir.mkdir(parents=True, exist_ok=True)
+    Long2ShortVariant.objects.filter(pk=variant.pk).update(started_from=parent)
     Long2ShortVariant.append_log(variant.pk, f"parent: {parent} ({parent.path}); prompts of run '{run.name}'"
                                  + "".join(f"; merged with {checkpoint} ({checkpoint.path})" for checkpoint in merged))
     return Long2ShortJob(

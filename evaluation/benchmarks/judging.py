@@ -44,10 +44,12 @@ class AnswerJudge:
 
 @dataclass(frozen=True)
 class OutcomeJudge:
-    """judge(pairs, context) -> one Judgement per pair."""
+    """judge(pairs, context) -> one Judgement per pair. extracts_answers: its judgements carry the final answer
+    they judged (MathVista's option or value), so samples can vote on it (maj@n); a program has none."""
 
     name: str
     judge: Callable[[Pairs, JudgeContext], list[Judgement]]
+    extracts_answers: bool = False
 
 
 Judge = AnswerJudge | OutcomeJudge

@@ -8,7 +8,8 @@ from evaluation.datasets.mathvista import load_mathvista
 from evaluation.judges.mathvista import judge_mathvista, mathvista_question
 
 MATHVISTA_JUDGE = OutcomeJudge(
-    "mathvista", lambda pairs, context: [judge_mathvista(problem, response) for problem, response in pairs])
+    "mathvista", lambda pairs, context: [judge_mathvista(problem, response) for problem, response in pairs],
+    extracts_answers=True)
 
 MATHVISTA = BenchmarkSpec(
     name="mathvista",

@@ -57,6 +57,11 @@ class BenchmarkSpec:
         """Judged on an extracted final answer: takes an extraction policy and a grader mode."""
         return isinstance(self.judge, AnswerJudge)
 
+    @property
+    def has_final_answers(self) -> bool:
+        """Its samples end in a final answer they can vote on (maj@n): extracted by the rule or by its judge."""
+        return self.grades_final_answers or self.judge.extracts_answers
+
     def load(self, data_dir: Path, limit: int | None = None, fetch_missing: bool = False) -> list[BenchmarkProblem]:
         """The problems; DatasetMissing names the expected file when it is absent.
 

@@ -205,12 +205,13 @@ def run_lm_eval_task(settings: BenchmarkSettings, model, tokenizer, *, data_dir:
                                           include_path, apply_chat_template)
         top_level = _load(manager, name, offline)
         stack.enter_context(_checks_through(stack, verifier))
-        results = _evaluate(top_level, manager, model, tokenizer, settings, generation, seed, batch_size,
+        overrides = _sampling_overrides(generation, ours)
+        results = _evaluate(top_level, manager, model, tokenizer, settings, overrides, seed, batch_size,
                             apply_chat_template)
     task_runs = _task_runs(results, tokenizer, generation, ours)
     return _outcome(settings, name, results, task_runs, ours,
                     {"offline": offline, "apply_chat_template": apply_chat_template, "seed": seed,
-                     "data_dir": str(Path(data_dir).resolve()) if ours else None})
+                     "generation_overrides": overrides, "data_dir": str(Path(data_dir).resolve()) if ours else None})
 
 
 def _enter_datasets_cache(stack: ExitStack, cache_dir: Path | None, work_dir: Path, ours: bool) -> Path | None:
@@ -247,8 +248,9 @@ def run_lm_eval_benchmark(settings: BenchmarkSettings, context) -> BenchmarkOutc
 
 
 def _evaluate(top_level: list, manager, model, tokenizer, settings: BenchmarkSettings,
-              generation: GenerationSettings, seed: int, batch_size: int, apply_chat_template: bool) -> dict:
-    """lm-eval's simple_evaluate on an HFLM wrapping the in-memory model, samples logged."""
+              gen_kwargs: dict, seed: int, batch_size: int, apply_chat_template: bool) -> dict:
+    """lm-eval's simple_evaluate on an HFLM wrapping the in-memory model, samples logged; gen_kwargs update
+    every generative task's generation_kwargs."""
     from lm_eval import simple_evaluate
 
     try:
@@ -260,7 +262,7 @@ def _evaluate(top_level: list, manager, model, tokenizer, settings: BenchmarkSet
         lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size)  # calls model.eval()
         results = simple_evaluate(
             model=lm, tasks=top_level, task_manager=manager, limit=settings.limit, log_samples=True,
-            gen_kwargs=_sampling_overrides(generation), bootstrap_iters=0, apply_chat_template=apply_chat_template,
+            gen_kwargs=gen_kwargs, bootstrap_iters=0, apply_chat_template=apply_chat_template,
             random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed)
     finally:
         model.train(was_training)
@@ -269,9 +271,16 @@ def _evaluate(top_level: list, manager, model, tokenizer, settings: BenchmarkSet
     return results
 
 
-def _sampling_overrides(generation: GenerationSettings) -> dict:
-    """The suite's sampling settings for every generative task; a task keeps its own stop sequences."""
-    return {key: value for key, value in generation.generation_kwargs().items() if key != "until"}
+def _sampling_overrides(generation: GenerationSettings, ours: bool) -> dict:
+    """What the suite sets of every generative task's sampling; a task keeps its own stop sequences.
+
+    Mirrorlab's tasks take all of it. A built-in task takes the token limit, and the suite's temperature and
+    top_p only when the suite samples (temperature above 0): at the default 0 it samples as its own config says,
+    so a self-consistency task (do_sample, repeats: 64) is not turned into 64 identical greedy answers."""
+    kwargs = {key: value for key, value in generation.generation_kwargs().items() if key != "until"}
+    if ours or generation.temperature > 0:
+        return kwargs
+    return {"max_gen_toks": kwargs["max_gen_toks"]}
 
 
 # ----------------------------------------------------------------------------- logged samples -> rows
@@ -426,8 +435,9 @@ def _builtin_score(name: str, results: dict, runs: list[_TaskRun],
         score = group_value if group_value is not None else (sum(numbers) / len(numbers) if numbers else None)
     if score is None:
         raise LmEvalTaskError(f"lm-eval task {name!r}: main metric {main_metric} is not a number")
+    # an interval only where the score is the mean of per-problem values (not a corpus metric such as BLEU)
     ci_low, ci_high = (bootstrap_ci(numbers) if numbers and len(numbers) == len(values)
-                       and abs(sum(numbers) / len(numbers) - score) < 1e-9 else (score, score))
+                       and abs(sum(numbers) / len(numbers) - score) < 1e-9 else (None, None))
     lengths = [row.response_tokens for rows in problems for row in rows]
     metrics = {key: value for run in runs for key, value in run.metrics.items()} if len(runs) == 1 else \
         {f"{run.name}/{key}": value for run in runs for key, value in run.metrics.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -211,6 +212,39 @@ def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
         sample.response == choices[label] for sample, (_, choices, label) in zip(outcome.samples, rows)]
     assert outcome.score.score == pytest.approx(sum(sample.correct for sample in outcome.samples) / 3)
     assert outcome.metadata["main_metric"] == "acc,none" and outcome.score.mean_response_tokens == 0
+
+
+def test_a_task_that_samples_by_its_own_config_keeps_sampling_under_a_greedy_suite(tmp_path, tiny):
+    """A self-consistency task (do_sample, repeats: 4): the suite's default temperature 0 must not make its
+    samples four copies of the greedy answer; the suite's token limit still applies."""
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps({"question": f"{a}+{a}=", "answer": str(2 * a)}) + "\n"
+                                               for a in (1, 2)))
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "user_sc.yaml").write_text(
+        "task: user_sc\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {tmp_path / 'qa.jsonl'}\ntest_split: test\noutput_type: generate_until\nrepeats: 4\n"
+        "doc_to_text: '{{question}}'\ndoc_to_target: answer\n"
+        "generation_kwargs:\n  until: ['<never>']\n  do_sample: true\n  temperature: 1.0\n  max_gen_toks: 64\n"
+        "filter_list:\n  - name: all\n    filter:\n      - function: take_first_k\n        k: 4\n"
+        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
+    model, tokenizer = tiny
+    outcome = run_lm_eval_task(settings("user_sc", max_tokens=12, limit=2), model, tokenizer, data_dir=tmp_path,
+                               seed=0, include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
+    assert outcome.metadata["generation_overrides"] == {"max_gen_toks": 12}
+    assert all(sample.response_tokens <= 12 for sample in outcome.samples)
+    kept = [ast.literal_eval(sample.extracted_answer) for sample in outcome.samples]  # take_first_k: 4 answers
+    assert [len(answers) for answers in kept] == [4, 4]
+    assert all(len(set(answers)) > 1 for answers in kept)  # sampled at T = 1, not four greedy copies
+
+
+def test_the_suites_sampling_reaches_every_task_when_it_samples_and_always_mirrorlabs_tasks():
+    from evaluation.lm_eval_tasks.runner import _sampling_overrides
+
+    greedy, sampled = GenerationSettings(1, 64, 0.0, 1.0), GenerationSettings(4, 64, 0.6, 0.95)
+    assert _sampling_overrides(greedy, ours=False) == {"max_gen_toks": 64}
+    assert _sampling_overrides(greedy, ours=True) == {"max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
+    assert _sampling_overrides(sampled, ours=False) == {"max_gen_toks": 64, "do_sample": True, "temperature": 0.6,
+                                                        "top_p": 0.95}
 
 
 # ----------------------------------------------------------------------------- clear failures

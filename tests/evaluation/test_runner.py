@@ -82,7 +82,8 @@ def test_aime_from_the_local_files_is_judged_on_integers():
     assert outcome.score.score == pytest.approx(0.5)
     assert outcome.score.metrics["maj@2"] == 1.0  # 1-1 ties: the first sample, right both times
     assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch", "extraction_policy": "flexible",
-                                "grader_mode": "rule"}
+                                "grader_mode": "rule", "sampling": {"samples_per_problem": 2, "max_tokens": 1024,
+                                                                    "temperature": 0.0, "top_p": 1.0, "seed": 0}}
     assert {sample.extraction_policy for sample in outcome.samples} == {"flexible"}
 
 
@@ -143,6 +144,18 @@ def test_humaneval_programs_are_judged_in_the_sandbox():
     assert outcome.metadata["test_set"] == "full"
     assert outcome.score.score == pytest.approx(0.5)
     assert "maj@2" not in outcome.score.metrics  # a program is no answer to vote on
+
+
+def test_samples_vote_where_the_rule_or_the_benchmarks_own_judge_extracts_a_final_answer():
+    from evaluation.benchmarks import BUILTIN_BENCHMARKS
+    from evaluation.builtin_runner import votes_on_answers
+
+    votes = {name: votes_on_answers(BUILTIN_BENCHMARKS[name], BenchmarkSettings(benchmark=name))
+             for name in ("math500", "aime24", "mathvista", "humaneval", "livecodebench")}
+    assert votes == {"math500": True, "aime24": True, "mathvista": True, "humaneval": False,
+                     "livecodebench": False}
+    judged = BenchmarkSettings(benchmark="math500", grader_mode="judge", judge_model="tiny")
+    assert not votes_on_answers(BUILTIN_BENCHMARKS["math500"], judged)  # the judge model extracts no answer
 
 
 def test_the_result_counts_the_checks_the_verifier_did_not_finish():

@@ -134,11 +134,24 @@ def test_wrong_answers_written_differently_vote_together():
     assert majority_vote_accuracy([["5", "5", "7", "7.0", " $7$ "]], [[T, T, F, F, F]]) == 0.0
     assert majority_vote_accuracy([["C", "(b)", "B.", "B"]], [[T, F, F, F]]) == 0.0  # one option letter, 3 votes
     assert vote_key("1,000", False) == vote_key("1000.0", False) == "1000"
-    assert vote_key("x + 1", False) == "x+1" and vote_key(None, True) is None
+    assert vote_key("x + 1", False) == "x+1" and vote_key(None, False) is None
 
 
-def test_majority_vote_counts_all_none_problems_as_wrong():
-    assert majority_vote_accuracy([[None, None]], [[T, T]]) == 0.0
+def test_a_list_is_not_a_number_with_thousands_separators():
+    assert vote_key("1,2", False) != vote_key("12", False)
+    assert vote_key("1, 2", False) == vote_key("1,2", False) == "1,2"
+    assert vote_key("-12,345.5", False) == vote_key("-12345.5", False)
+    assert majority_vote_accuracy([["5", "5", "1,2", "12", "1, 2"]], [[T, T, F, F, F]]) == 1.0  # 2 against 2
+
+
+def test_a_sample_the_judge_found_correct_votes_for_the_reference_without_an_extracted_answer():
+    # rule_then_judge: the judge decides exactly the samples the rule extracted nothing from
+    assert majority_vote_accuracy([[None, None, "7"]], [[T, T, F]]) == 1.0
+    assert vote_key(None, True) == vote_key("25", True)
+
+
+def test_majority_vote_counts_problems_without_votes_as_wrong():
+    assert majority_vote_accuracy([[None, None]], [[F, F]]) == 0.0
 
 
 def test_majority_vote_refuses_mismatched_shapes_and_bad_k():

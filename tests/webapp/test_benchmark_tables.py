@@ -308,6 +308,15 @@ def test_scores_round_half_up_to_one_decimal_percent():
     assert (percent(None), percent(float("nan")), whole_tokens(800.5), whole_tokens(None)) == (None, None, 801, None)
 
 
+def test_pages_show_the_percent_the_export_holds():
+    from webapp.pages.templatetags.mirrorlab import percent as page_percent
+
+    for fraction in (0.4125, 0.0125, 0.2875, 99 / 240):  # float formatting rounds these halves to even
+        assert page_percent(fraction) == f"{percent(fraction):.1f}%"
+    assert (page_percent(0.4125), page_percent(0.125, 0), page_percent(None), page_percent("")) == (
+        "41.3%", "13%", "", "")
+
+
 def test_labels_fall_back_to_the_variant_the_path_or_the_model(project):
     assert row_label(EvalRun(pk=5, model="Qwen/Qwen2.5-7B")) == "Qwen/Qwen2.5-7B"
     assert row_label(EvalRun(pk=5, checkpoint=Checkpoint(path="/models/qwen-7b/"))) == "qwen-7b"

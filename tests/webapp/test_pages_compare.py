@@ -113,6 +113,31 @@ def test_checkpoint_scores_are_placed_by_iteration_or_by_tokens(client_for, alic
     assert by_tokens[1]["series"][0]["x"] == [2000, 4000]
 
 
+def test_two_suites_scoring_one_benchmark_draw_two_series(client_for, alice, run, suite):
+    from webapp.evals.models import BenchmarkSuite
+
+    long_suite = BenchmarkSuite.objects.create(project=run.project, name="long", benchmarks=suite.benchmarks)
+    add_metrics(run, [1, 2])
+    first = Checkpoint.objects.create(project=run.project, run=run, iteration=1, path="/c/1")
+    second = Checkpoint.objects.create(project=run.project, run=run, iteration=2, path="/c/2")
+    evaluate(first, suite, {"math500": 0.3})
+    evaluate(second, suite, {"math500": 0.4})
+    evaluate(second, long_suite, {"math500": 0.7})  # another token limit: not a point of the first curve
+    charts = client_for(alice).get(DATA_URL, {"runs": run.pk}).json()["benchmarks"]
+    assert {chart["benchmark"]: chart["series"][0]["y"] for chart in charts} == {
+        "math500 (long)": [0.7], "math500 (math)": [0.3, 0.4]}
+
+
+def test_the_warm_up_checkpoint_sits_at_zero_tokens(client_for, alice, run, suite):
+    add_metrics(run, [1, 2], tokens=lambda i: 500)
+    warm_up = Checkpoint.objects.create(project=run.project, run=run, iteration=0, path="/c/0")
+    last = Checkpoint.objects.create(project=run.project, run=run, iteration=2, path="/c/2")
+    evaluate(warm_up, suite, {"math500": 0.1})
+    evaluate(last, suite, {"math500": 0.5})
+    (chart,) = client_for(alice).get(DATA_URL, {"runs": run.pk, "x": "tokens"}).json()["benchmarks"]
+    assert chart["series"] == [{"label": "run-1", "x": [0, 1000], "y": [0.1, 0.5], "level": None}]
+
+
 def test_variants_contribute_their_checkpoint_scores(client_for, alice, run, suite):
     variant = Long2ShortVariant.objects.create(project=run.project, name="short", parent_run=run, method="dpo")
     final = Checkpoint.objects.create(project=run.project, variant=variant, path="/v/final")

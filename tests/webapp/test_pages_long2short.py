@@ -43,7 +43,7 @@ def family(run, suite):
     late = Checkpoint.objects.create(project=run.project, run=run, iteration=20, path="/c/20")
     evaluate(early, suite, {"math500": (0.5, 2000.0)})
     evaluate(late, suite, {"math500": (0.6, 3000.0)})
-    merge = variant_with_score(run, suite, "merged", "merge", 0.55, 1500.0)
+    merge = variant_with_score(run, suite, "merged", "merge", 0.55, 1500.0, parent_run=run, started_from=late)
     dpo = variant_with_score(run, suite, "shortened", "dpo", 0.52, 1000.0, parent_checkpoint=early)
     return {"early": early, "late": late, "merge": merge, "dpo": dpo}
 
@@ -78,6 +78,17 @@ def test_the_efficiency_table_compares_each_variant_with_its_parent(client_for, 
     assert shortened["efficiency"].accuracy_change_points == pytest.approx(2.0)
     assert shortened["efficiency"].token_change_percent == pytest.approx(-50.0)
     assert shortened["efficiency"].accuracy_per_1k_tokens == pytest.approx(52.0)
+
+
+def test_a_variant_is_compared_only_with_the_checkpoint_it_started_from(client_for, alice, run, suite, family):
+    newest = Checkpoint.objects.create(project=run.project, run=run, iteration=30, path="/c/30")  # not evaluated
+    variant_with_score(run, suite, "from-30", "dpo", 0.4, 800.0, parent_run=run, started_from=newest)
+    variant_with_score(run, suite, "from-30-chosen", "dpo", 0.4, 800.0, parent_checkpoint=newest)
+    rows = {row["label"]: row for row in client_for(alice).get(DASHBOARD_URL, {"parent": run.pk}).context["table"]}
+    for label in ("from-30 (DPO)", "from-30-chosen (DPO)"):  # not the run's last evaluated one (iteration 20)
+        assert rows[label]["efficiency"].accuracy_change_points is None
+        assert rows[label]["efficiency"].token_change_percent is None
+        assert rows[label]["efficiency"].accuracy_per_1k_tokens == pytest.approx(50.0)
 
 
 def test_the_table_renders_the_changes(client_for, alice, run, family):

@@ -84,6 +84,7 @@ def test_the_method_outcome_becomes_records_a_checkpoint_and_a_queued_evaluation
     variant.refresh_from_db()
     assert "fake method saw beta 0.3 and 2 prompts" in variant.log and "metrics: pairs 2" in variant.log
     assert "parent: run-1 @ 3" in variant.log  # the highest iteration, not the newest row
+    assert variant.started_from == Checkpoint.objects.get(run=finished_run, iteration=3)  # the dashboard's baseline
 
     # A second run of the same row (a re-queued job) replaces the rows instead of adding to them.
     Long2ShortVariant.objects.filter(pk=variant.pk).update(status=JobStatus.QUEUED)

@@ -68,11 +68,12 @@ def _round_half_up(value: float, places: str) -> Decimal:
     return Decimal(repr(value)).quantize(Decimal(places), rounding=ROUND_HALF_UP)
 
 
-def percent(fraction: float | None) -> float | None:
-    """A 0-1 fraction as a percentage with one decimal (0.7745 -> 77.5); None when missing or not finite."""
+def percent(fraction: float | None, digits: int = 1) -> float | None:
+    """A 0-1 fraction as a percentage with `digits` decimals, halves up (0.7745 -> 77.5; 0.4125 -> 41.3, where
+    float formatting gives 41.2); None when missing or not finite. Pages and exports both round with it."""
     if fraction is None or not math.isfinite(fraction):
         return None
-    return float(_round_half_up(fraction, "0.001") * 100)
+    return float(_round_half_up(fraction, f"1e-{digits + 2}") * 100)
 
 
 def whole_tokens(tokens: float | None) -> int | None:

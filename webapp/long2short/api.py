@@ -28,9 +28,9 @@ class Long2ShortVariantSerializer(ProjectScopedSerializer):
 
     class Meta:
         model = Long2ShortVariant
-        fields = ("id", "project", "name", "parent_run", "parent_checkpoint", "method", "parameters",
+        fields = ("id", "project", "name", "parent_run", "parent_checkpoint", "started_from", "method", "parameters",
                   "evaluation_suite", "owner", *JOB_FIELDS)
-        read_only_fields = JOB_FIELDS
+        read_only_fields = ("started_from", *JOB_FIELDS)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)

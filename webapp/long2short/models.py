@@ -27,6 +27,10 @@ class Long2ShortVariant(Job):
     parent_checkpoint = models.ForeignKey(
         "runs.Checkpoint", null=True, blank=True, on_delete=models.CASCADE, related_name="child_variants"
     )
+    started_from = models.ForeignKey(
+        "runs.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The checkpoint the method started from: the chosen parent checkpoint, else the parent run's "
+                  "last when the variant ran (the baseline it is compared with).")
     method = models.CharField(max_length=30, choices=Long2ShortMethod.choices)
     parameters = models.JSONField(default=dict, blank=True, help_text="The method's resolved config.")
     evaluation_suite = models.ForeignKey(

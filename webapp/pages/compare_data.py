@@ -13,12 +13,13 @@ from django import forms
 from django.db.models import (Avg, Case, F, FloatField, Func, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value,
                               When, Window)
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
 from common.id_lists import NotAnId, parse_id_list
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
+from webapp.pages.benchmark_labels import suite_labels
 from webapp.runs.models import IterationMetric, RLRun
 
 MAX_POINTS = 500  # per series, after downsampling
@@ -191,24 +192,30 @@ def bucketed_metrics(run_ids: Sequence[int], metrics: Sequence[str]) -> dict[int
     return series
 
 
-def tokens_until_checkpoint() -> Subquery:
-    """Generated tokens of the checkpoint's run up to the checkpoint's iteration (a correlated SUM)."""
+def tokens_until_checkpoint() -> Case:
+    """Generated tokens of the checkpoint's run up to the checkpoint's iteration (a correlated SUM): 0 for the
+    warm-up checkpoint (iteration 0, before any rollout), NULL for a checkpoint without an iteration."""
     earlier = (IterationMetric.objects.filter(run_id=OuterRef("eval_run__checkpoint__run_id"),
                                               iteration__lte=OuterRef("eval_run__checkpoint__iteration"))
                .order_by().values("run_id").annotate(total=Sum("tokens_generated")).values("total"))
-    return Subquery(earlier)
+    return Case(When(eval_run__checkpoint__iteration__isnull=True, then=Value(None)),
+                default=Coalesce(Subquery(earlier), Value(0)), output_field=IntegerField())
 
 
 def checkpoint_results(run_ids: Sequence[int], variant_ids: Sequence[int]) -> list[dict[str, Any]]:
-    """Succeeded evaluations' results of the chosen runs' and variants' checkpoints (one query), oldest first."""
+    """Succeeded evaluations' results of the chosen runs' and variants' checkpoints (one query), oldest first,
+    each `benchmark` named per suite ("benchmark (suite)" where several suites scored it: one series each)."""
     sources = Q(eval_run__checkpoint__run_id__in=run_ids) | Q(eval_run__checkpoint__variant_id__in=variant_ids)
-    return list(
+    rows = list(
         BenchmarkResult.objects.filter(sources, eval_run__status=JobStatus.SUCCEEDED)
         .annotate(run_id=F("eval_run__checkpoint__run_id"), variant_id=F("eval_run__checkpoint__variant_id"),
-                  iteration=F("eval_run__checkpoint__iteration"), tokens=tokens_until_checkpoint())
+                  iteration=F("eval_run__checkpoint__iteration"), tokens=tokens_until_checkpoint(),
+                  suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))
         .order_by("eval_run__created_at", "eval_run_id")
-        .values("run_id", "variant_id", "iteration", "tokens", "benchmark", "score")
+        .values("run_id", "variant_id", "iteration", "tokens", "benchmark", "score", "suite_id", "suite_name")
     )
+    labels = suite_labels((row["benchmark"], row["suite_id"], row["suite_name"]) for row in rows)
+    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])]} for row in rows]
 
 
 # ---------------------------------------------------------------- the chart data

@@ -110,10 +110,10 @@ def parent_points(parent: RLRun, rows: Sequence[dict]) -> dict[str, list[dict]]:
 
 
 def parent_reference(variant: Long2ShortVariant, benchmark: str, points: dict[str, list[dict]]) -> dict | None:
-    """The parent point a variant is compared with: its parent checkpoint's, else the parent's last checkpoint's."""
-    candidates = points.get(benchmark, [])
-    chosen = [point for point in candidates if point["checkpoint"] == variant.parent_checkpoint_id]
-    return (chosen or candidates[-1:] or [None])[0]
+    """The parent point a variant is compared with: the checkpoint it started from, on the same benchmark and
+    suite; None (no change shown) when that checkpoint has no result there, rather than another model's."""
+    started_from = variant.parent_checkpoint_id or variant.started_from_id
+    return next((point for point in points.get(benchmark, []) if point["checkpoint"] == started_from), None)
 
 
 def dashboard_data(parent: RLRun) -> dict[str, Any]:

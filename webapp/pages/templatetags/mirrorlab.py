@@ -2,6 +2,8 @@
 
 from django import template
 
+from webapp.evals import tables
+
 register = template.Library()
 
 
@@ -15,10 +17,12 @@ def active_when(context, *url_name_prefixes: str) -> str:
 
 @register.filter
 def percent(fraction, digits: int = 1) -> str:
-    """0.4567 -> '45.7%'; empty for None (or a missing value, which templates give as '')."""
+    """0.4567 -> '45.7%', rounded as the table exports round (halves up); empty for None (or a missing value,
+    which templates give as '')."""
     if fraction is None or fraction == "":
         return ""
-    return f"{fraction * 100:.{digits}f}%"
+    value = tables.percent(float(fraction), int(digits))
+    return "" if value is None else f"{value:.{digits}f}%"
 
 
 @register.filter
