@@ -6,7 +6,10 @@ are settled in this process, anything else goes to its time-limited worker pool,
 With a grader mode that asks the chain-of-thought judge (report 2.3.5), the judge grades math answers
 (all of them, or those the verifier cannot decide); a judge error is never a reward.
 A record with test cases is a code problem: the response's program runs on its tests in the pre-forked
-sandbox, and passing all earns 1. Every batch is scored in one call.
+sandbox, and passing all earns 1. The program is put together as an evaluation puts it together
+(grading.programs.code_task): after the record's problem when that is a Python stub of the function the
+functional tests call (a HumanEval-style record: a completion continues it), else after LiveCodeBench's
+import header. Every batch is scored in one call.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Sequence
 from common.test_cases import normalise_test_cases
 from grading.cot_judge import CotJudge, JudgeItem, grade, verifier_verdicts
 from grading.cot_judge.modes import RULE
-from grading.programs import CodeTask, judge_programs
+from grading.programs import code_task, judge_programs
 from grading.verifier import FLEXIBLE, MathVerifier
 from grading.verifier.extraction import check_policy
 from training.types import PromptRecord
@@ -106,7 +109,7 @@ class CorrectnessRewards:
         return [1.0 if verdict.correct else 0.0 for verdict in grades]
 
     def _code_rewards(self, records: Sequence[PromptRecord], responses: Sequence[str]) -> list[float]:
-        tasks = [CodeTask(prompt=record.problem, test_cases=normalise_test_cases(record.test_cases))
-                 for record in records]
+        # the task an evaluation builds from a benchmark problem with this prompt and these tests (one verdict)
+        tasks = [code_task(record.problem, normalise_test_cases(record.test_cases)) for record in records]
         judgements = judge_programs(list(zip(tasks, responses)), self.code_judge())
         return [1.0 if judgement.correct else 0.0 for judgement in judgements]

@@ -1,4 +1,8 @@
-"""HumanEval (164 problems): the completed function run with its check(candidate) in the sandbox."""
+"""HumanEval (164 problems): the completed function run with its check(candidate) in the sandbox.
+
+A completion continues the prompt; a whole function runs after the prompt (its imports and helpers), its
+def replacing the stub (grading/programs.py).
+"""
 
 from evaluation.benchmarks.judging import CODE
 from evaluation.benchmarks.spec import BenchmarkSpec, register

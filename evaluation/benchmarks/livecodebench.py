@@ -1,5 +1,7 @@
 """LiveCodeBench v5 slice (279 problems, 2024-08..2025-01): the last code block run on the PUBLIC tests.
 
+The program runs after LiveCodeBench's own import header (typing, collections, math, ...: grading/programs.py).
+
 The prompt is the full LCB generation prompt (its own format instructions), so no instruction is added.
 """
 

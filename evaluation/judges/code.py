@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Sequence
 
 from evaluation.datasets import BenchmarkProblem
+from grading import programs
 from grading.judgement import Judgement
-from grading.programs import CodeTask, judge_programs
 
 
-def code_task(problem: BenchmarkProblem) -> CodeTask:
-    return CodeTask(prompt=problem.prompt, test_cases=problem.test_cases,
-                    entry_point=problem.metadata.get("entry_point"))
+def code_task(problem: BenchmarkProblem) -> programs.CodeTask:
+    """The problem's task, read off its prompt and tests exactly as RL rewards read a prompt record's."""
+    return programs.code_task(problem.prompt, problem.test_cases)
 
 
 def judge_benchmark_programs(pairs: Sequence[tuple[BenchmarkProblem, str]], code_judge) -> list[Judgement]:
     """judge_programs over benchmark problems."""
-    return judge_programs([(code_task(problem), response) for problem, response in pairs], code_judge)
+    return programs.judge_programs([(code_task(problem), response) for problem, response in pairs], code_judge)

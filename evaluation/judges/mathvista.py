@@ -1,4 +1,10 @@
-"""MathVista answers: a multiple-choice letter or option text, or a free-form value with precision and unit."""
+"""MathVista answers: a multiple-choice letter or option text, or a free-form value with precision and unit.
+
+Answers are normalised as the math verifier normalises them (evaluation.judges.math.stated_value): \\text{}
+unwrapped, a unit stripped, a left side naming the quantity dropped ('m\\angle H = 97^\\circ' -> 97). A letter
+counts only when nothing but its option's own text or punctuation follows it: an answer that names two
+options ('C or D', 'C. Actually, it is D') is wrong.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +15,25 @@ from fractions import Fraction
 
 from evaluation.datasets import BenchmarkProblem
 from grading.judgement import Judgement
-from evaluation.judges.math import integer_value
+from evaluation.judges.math import cleaned_answer, integer_value, stated_value
 from grading.verifier import extract_answer, normalise
+from grading.verifier.answer_forms import clean, is_hedged
 
-_OPTION_LETTER = re.compile(r"^\(?([A-Z])\)?[.:]?(?:\s|$)")
+# "C", "(C)", "C.", "(C) 145°": the letter, then what follows it (a word such as "Cat" is no letter).
+_OPTION_LETTER = re.compile(r"^\(?([A-Z])\)?(?![A-Za-z0-9])(?P<rest>.*)$", re.DOTALL)
+_AFTER_LETTER = " .:;,*-"  # "C.", "C: 145°", "**C**"
 
 
 def option_letters(choices: list[str]) -> list[str]:
     return list(string.ascii_uppercase[:len(choices)])
 
 
-_DEGREES_OR_PERCENT = re.compile(r"(?:°|\^\{?\\circ\}?|%)$")
-
-
-def _number(text: str) -> Fraction | None:
-    """The value of a plain number, degrees or a percentage: '145°' -> 145; None otherwise."""
+def _number(text: str | None) -> Fraction | None:
+    """The value of a plain number, degrees or a percentage: '145°' -> 145, '1,000' -> 1000; None otherwise ('1,2')."""
+    if text is None:
+        return None
     try:
-        return Fraction(_DEGREES_OR_PERCENT.sub("", text.strip()).replace(",", ""))
+        return Fraction(clean(text).removesuffix("%").strip())
     except (ValueError, ZeroDivisionError):
         return None
 
@@ -34,17 +42,29 @@ def _plain(text: str) -> str:
     return normalise(text).strip().lower().replace(" ", "")
 
 
+def _names(answer: str, choice: str) -> bool:
+    """Whether an answer is the option's text, written alike or with the same value ('6 cm' for '6cm')."""
+    if _plain(cleaned_answer(answer)) == _plain(cleaned_answer(choice)):
+        return True
+    value = _number(stated_value(answer))
+    return value is not None and value == _number(stated_value(choice))
+
+
 def chosen_option(answer: str, choices: list[str]) -> str | None:
-    """The option an answer names: its letter ("B", "(B) 140°") or its text, else None."""
-    letter = _OPTION_LETTER.match(answer.strip())
+    """The option an answer names: its letter alone or with the option's own text ("B", "(B) 140°", "\\text{B}"),
+    its text ("6\\text{ cm}"), or its value when one option alone has it ("6"); else None ("C or D")."""
+    text = cleaned_answer(answer)
+    letter = _OPTION_LETTER.match(text)
     letters = option_letters(choices)
     if letter and letter.group(1) in letters:
-        return choices[letters.index(letter.group(1))]
-    for choice in choices:
-        if _plain(choice) == _plain(answer):
+        choice = choices[letters.index(letter.group(1))]
+        rest = letter.group("rest").lstrip(_AFTER_LETTER).rstrip(" .")
+        if not rest or _names(rest, choice):
             return choice
-    value = _number(_plain(answer))
-    matches = [choice for choice in choices if value is not None and _number(_plain(choice)) == value]
+    for choice in choices:
+        if _plain(text) == _plain(cleaned_answer(choice)):
+            return choice
+    matches = [choice for choice in choices if _names(answer, choice)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -58,7 +78,15 @@ def without_unit(answer: str, unit: str | None) -> str:
 
 def free_form_correct(answer: str, problem: BenchmarkProblem) -> bool:
     """Integers as integers, floats rounded to the problem's decimal places, lists element by element."""
-    text = without_unit(answer, problem.unit)
+    if problem.answer_type == "list":
+        try:
+            return ast.literal_eval(without_unit(answer, problem.unit)) == ast.literal_eval(problem.answer)
+        except (ValueError, SyntaxError):
+            return False
+    stated = stated_value(answer)
+    if stated is None:  # '12 \\text{ thousand}': a word that changes the value
+        return False
+    text = without_unit(stated, problem.unit)
     if problem.answer_type == "integer":
         value = integer_value(text)
         return value is not None and value == integer_value(problem.answer)
@@ -68,11 +96,6 @@ def free_form_correct(answer: str, problem: BenchmarkProblem) -> bool:
             return False
         places = problem.precision if problem.precision is not None else 2
         return round(float(value), places) == round(float(reference), places)
-    if problem.answer_type == "list":
-        try:
-            return ast.literal_eval(text) == ast.literal_eval(problem.answer)
-        except (ValueError, SyntaxError):
-            return False
     return _plain(text) == _plain(problem.answer)
 
 
@@ -82,8 +105,9 @@ def judge_mathvista(problem: BenchmarkProblem, response: str) -> Judgement:
         return Judgement(False, "", "no final answer")
     if problem.choices:
         chosen = chosen_option(extracted, problem.choices)
-        return Judgement(chosen is not None and chosen == problem.answer, extracted,
-                         "" if chosen is not None else "names no option")
+        if chosen is None:
+            return Judgement(False, extracted, "names several options" if is_hedged(extracted) else "names no option")
+        return Judgement(chosen == problem.answer, extracted)
     return Judgement(free_form_correct(extracted, problem), extracted)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from evaluation.datasets import BenchmarkProblem
 from evaluation.judges.code import code_task
-from grading.programs import extract_program
+from grading.programs import IMPORT_HEADER, extract_program
 from evaluation.judges.math import integer_value, judge_equivalence, judge_integer
 from evaluation.judges.mathvista import chosen_option, judge_mathvista, mathvista_question
 from grading.verifier import MathVerifier
@@ -64,11 +64,15 @@ def test_mathvista_free_form_answers_respect_precision_unit_and_type():
 
 
 def test_the_last_code_block_is_the_program_and_a_completion_continues_the_prompt():
-    lcb = problem(prompt="Read two numbers.")
+    lcb = problem(prompt="Read two numbers.", test_cases=[{"kind": "stdin", "input": "1 2\n", "output": "3\n"}])
     response = ("First try:\n```python\nprint(1)\n```\nBetter:\n"
                 "```python\na, b = map(int, input().split())\nprint(a+b)\n```")
-    assert extract_program(response, code_task(lcb)) == "a, b = map(int, input().split())\nprint(a+b)\n"
-    humaneval = problem(prompt="def add(a, b):\n    \"\"\"Sum.\"\"\"\n", metadata={"entry_point": "add"})
+    program = "a, b = map(int, input().split())\nprint(a+b)\n"
+    assert extract_program(response, code_task(lcb)) == IMPORT_HEADER + "\n" + program
+    add_check = {"kind": "functional", "entry_point": "add",
+                 "code": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}
+    humaneval = problem(prompt="def add(a, b):\n    \"\"\"Sum.\"\"\"\n", test_cases=[add_check],
+                        metadata={"entry_point": "add"})
     assert extract_program("    return a + b\n", code_task(humaneval)) == humaneval.prompt + "    return a + b\n"
-    whole = "```python\ndef add(a, b):\n    return a + b\n```"
-    assert extract_program(whole, code_task(humaneval)) == "def add(a, b):\n    return a + b\n"
+    whole = "```python\ndef add(a, b):\n    return a + b\n```"  # runs after the prompt: its imports and helpers
+    assert extract_program(whole, code_task(humaneval)) == humaneval.prompt + "\n\ndef add(a, b):\n    return a + b\n"

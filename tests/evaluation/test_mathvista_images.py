@@ -69,7 +69,9 @@ def test_mathvista_is_evaluated_with_the_images_as_input(tiny_vl_dir, tmp_path):
     assert outcome.score.score == pytest.approx(sum(sample.correct for sample in outcome.samples) / 8)
     assert outcome.score.mean_response_tokens == pytest.approx(
         sum(sample.response_tokens for sample in outcome.samples) / 8)
-    assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch"}
+    assert {key: outcome.metadata[key] for key in ("runner", "rollout_engine")} == {"runner": "mirrorlab",
+                                                                                    "rollout_engine": "torch"}
+    assert outcome.metadata["sampling"]["temperature"] == 1.0 and "maj@2" in outcome.score.metrics
 
 
 def test_other_images_give_other_greedy_responses(tiny_vl_dir, tmp_path):
