@@ -214,9 +214,11 @@ def test_runs_of_several_suites_take_benchmarks_in_first_seen_order(api_for, ali
     response = api_for(alice).get(URL, {"evaluations": f"{coder.pk},{evaluations['baseline'].pk}"})
     table = response.json()
     assert table["suite"] is None
-    assert table["columns"] == ["livecodebench", "math500", "aime24"]
-    assert {name: value["score"] for name, value in table["rows"][1]["cells"].items()} == {"math500": 95.0,
-                                                                                           "aime24": 50.0}
+    # math500 was scored by both suites: a column each, ranked apart (1 sample vs 4: not one column to rank)
+    assert table["columns"] == ["livecodebench", "math500 (code)", "aime24", "math500 (Paper table)"]
+    assert {name: value["score"] for name, value in table["rows"][1]["cells"].items()} == {
+        "math500 (Paper table)": 95.0, "aime24": 50.0}
+    assert table["rows"][0]["cells"]["math500 (code)"]["score"] == 30.0
 
 
 def test_without_a_selector_the_table_holds_every_evaluation_the_user_sees(api_for, bob, charlie, evaluations):

@@ -83,7 +83,7 @@ def test_token_efficiency_without_a_parent_score_leaves_the_changes_empty():
 
 
 def test_a_benchmark_scored_by_several_suites_gets_one_series_per_suite():
-    from webapp.pages.benchmark_labels import suite_labels
+    from webapp.evals.benchmark_labels import suite_labels
 
     labels = suite_labels([("math500", 1, "short"), ("aime24", 1, "short"), ("math500", 2, "long"),
                            ("math500", 1, "short")])

@@ -19,6 +19,7 @@ from django.db.models import Prefetch
 from django.http import Http404
 from django.utils.text import slugify
 
+from webapp.evals.benchmark_labels import suite_labels
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun
 from webapp.jobs import JobStatus
 from webapp.projects.models import Project
@@ -55,7 +56,7 @@ class TableRow:
 @dataclass(frozen=True)
 class BenchmarkTable:
     name: str  # names the selection in file names: "benchmark-table-suite-3-math"
-    columns: tuple[str, ...]  # benchmark names
+    columns: tuple[str, ...]  # benchmark names ("benchmark (suite)" where several suites scored one)
     rows: tuple[TableRow, ...]  # one per evaluation
     suite_id: int | None  # the suite every row shares, if any
 
@@ -133,9 +134,14 @@ def _ids_name(evaluation_ids: Sequence[int]) -> str:
 
 
 def build_table(evaluations: Sequence[EvalRun], name: str = "benchmark-table") -> BenchmarkTable:
-    """One row per evaluation (in the given order), one column per benchmark; needs results prefetched."""
-    columns = _column_order(evaluations)
-    results = [{result.benchmark: result for result in evaluation.results.all()} for evaluation in evaluations]
+    """One row per evaluation (in the given order), one column per benchmark and suite ("math500 (long)" where
+    several suites scored a benchmark: other token limits or sample counts are not one column to rank);
+    needs results prefetched."""
+    labels = suite_labels((result.benchmark, evaluation.suite_id, evaluation.suite.name)
+                          for evaluation in evaluations for result in evaluation.results.all())
+    columns = _column_order(evaluations, labels)
+    results = [{labels[(result.benchmark, evaluation.suite_id)]: result for result in evaluation.results.all()}
+               for evaluation in evaluations]
     best = {benchmark: _best_score([by_benchmark.get(benchmark) for by_benchmark in results]) for benchmark in columns}
     labels = _unique_labels(evaluations)
     rows = tuple(
@@ -175,17 +181,16 @@ def _suite_positions(suite: BenchmarkSuite) -> dict[str, int]:
     return positions
 
 
-def _column_order(evaluations: Sequence[EvalRun]) -> list[str]:
-    """Benchmarks with a result: the suite's order when every row shares one suite, else first seen.
-
-    Each row is read in its own suite's order; benchmarks missing from a suite come after its own.
+def _column_order(evaluations: Sequence[EvalRun], labels: dict[tuple[str, int], str]) -> list[str]:
+    """Column labels of the benchmarks with a result: the suite's order when every row shares one suite, else
+    first seen. Each row is read in its own suite's order; benchmarks missing from a suite come after its own.
     """
     seen: dict[str, None] = {}
     for evaluation in evaluations:
         positions = _suite_positions(evaluation.suite)
         benchmarks = sorted((result.benchmark for result in evaluation.results.all()),
                             key=lambda benchmark: (positions.get(benchmark, len(positions)), benchmark))
-        seen.update(dict.fromkeys(benchmarks))
+        seen.update(dict.fromkeys(labels[(benchmark, evaluation.suite_id)] for benchmark in benchmarks))
     order = list(seen)
     if len({evaluation.suite_id for evaluation in evaluations}) == 1:
         positions = _suite_positions(evaluations[0].suite)

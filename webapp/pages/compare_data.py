@@ -19,7 +19,7 @@ from common.id_lists import NotAnId, parse_id_list
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
-from webapp.pages.benchmark_labels import suite_labels
+from webapp.evals.benchmark_labels import suite_labels
 from webapp.runs.models import IterationMetric, RLRun
 
 MAX_POINTS = 500  # per series, after downsampling

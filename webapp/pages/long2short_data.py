@@ -14,7 +14,7 @@ from django.db.models import F, Q, QuerySet
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
-from webapp.pages.benchmark_labels import suite_labels
+from webapp.evals.benchmark_labels import suite_labels
 from webapp.projects.models import Project
 from webapp.runs.models import RLRun
 

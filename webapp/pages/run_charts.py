@@ -10,7 +10,7 @@ from django.db.models.functions import Greatest
 
 from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
-from webapp.pages.benchmark_labels import suite_labels
+from webapp.evals.benchmark_labels import suite_labels
 from webapp.runs.models import IterationMetric, RLRun
 
 MAX_CHART_POINTS = 500
