@@ -1,19 +1,22 @@
 """Written answers reduced to comparable forms: cleaned text, then a scalar, a list, a tuple, an interval
-union, a matrix, an equation or a word. Each reducer raises Unparsed when it cannot say, and the caller
-leaves the answer to math-verify.
+union, a matrix, an equation, a word or a numeral in a base. Each reducer raises Unparsed when it cannot say,
+and the caller leaves the answer to math-verify.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
-from grading.verifier.extraction import math_spans, strip_math_delimiters
+from grading.verifier.delimiters import math_spans, strip_math_delimiters
 from grading.verifier.latex_values import Expression, Unparsed, parse_scalar
 
 SET_OPEN, SET_CLOSE = "\u2983", "\u2984"  # \\{ and \\}: set braces, told apart from grouping braces
 _SPACING = re.compile(r"(?<!\\)\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\displaystyle"
                       r"|\\[bB]igg?[lr]?(?![a-zA-Z])")
+# MATH's "10,\\!080": a comma then a negative space, read before the spacing commands are removed.
+_MATH_THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))")
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,|\\!| )\d{3})+(?![\d])(?!\.\d)")
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\!| ")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees?\b")
@@ -21,12 +24,28 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees
 _NOT_UNITS = re.compile(r"\b(?:squared|cubed|square|cube|million|billion|trillion|thousand|hundred|factorial|"
                         r"percent|or|and|not|no|is|are|wrong|plus|minus|times|over|divided|root|th|st|nd|rd)\b",
                         re.IGNORECASE)
+# A number and a word that scales it: "70 thousand", "70 \\text{ thousand}", "5 squared" (read as its value).
+_SCALES = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_POWERS = {"squared": 2, "cubed": 3}
+_SCALED = re.compile(r"(?<![\d.])(?P<number>\d+(?:\.\d+)?)\s*(?:(?P<open>\\(?:text|mathrm|mbox)\s*\{)\s*)?"
+                     r"(?P<word>hundred|thousand|million|billion|trillion|squared|cubed)\b", re.IGNORECASE)
+_EMPTY_WRAPPER = re.compile(r"\\(?:text|mathrm|mbox)\s*\{\s*\}")
 _WRAPPERS = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname|boldsymbol)\s*\{([^{}]*)\}")
 _UNIT_WORDS = re.compile(r"(?<=[\d}.)\s])\s*(?:square\s+|cubic\s+)?(?:[a-zA-Z]{2,}\.?)(?:\s*\^\s*\{?[23]\}?)?"
                          r"(?:\s+(?:per|/)\s+[a-zA-Z]+)?\s*$")
 _CONNECTIVES = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b)\s*")
 _INEQUALITY = re.compile(r"\\leq?|\\le(?![a-zA-Z])|<=|\u2264")
+_PLUS_MINUS = re.compile(r"\\pm(?![a-zA-Z])\s*")
 _SIMPLE_LHS = re.compile(r"^\s*(?:[a-zA-Z](?:_\{?\w+\}?)?|[a-zA-Z]\s*\(\s*[a-zA-Z]\s*\))\s*$")
+
+
+# "4210_5", "4210_{5}", "4210_{(5)}": digits, then the base as a subscript.
+_BASED_NUMERAL = re.compile(r"(?P<digits>\d[0-9A-Z]*)_(?:(\d+)|\{(\d+)\}|\{\((\d+)\)\})")
+# "4 hours 30", "20 m by 30": a number, words, then another number.
+_WORDS_BETWEEN_NUMBERS = re.compile(r"\d\s*(?P<words>[a-zA-Z]+(?:\s+[a-zA-Z]+)*)\.?\s+(?=\d)")
+_CONNECTIVE_WORD = re.compile(r"and|or", re.IGNORECASE)
+# "(B) 27": a choice label, then the option; a second label ("(A)(B)") is a hedge, not an option.
+_CHOICE_LABEL = re.compile(r"\((?P<letter>[A-E])\)\s*(?P<option>(?!\([A-E]\))\S.*)", re.DOTALL)
 
 
 _HEDGE = re.compile(r"\\lor|\\vee|\\mid|\\text\s*\{[^{}]*\b(?:or|either|maybe|not)\b|\b(?:or|either|maybe|not|"
@@ -49,9 +68,20 @@ def clean(answer: str) -> str:
     text = text.replace("\\}", SET_CLOSE).replace("\\lt", "<").replace("\\gt", ">").replace("\\ge", "\\geq")
     text = re.sub(r"\\geqq?", r"\\geq", text)
     text = re.sub(r"(?<![a-zA-Z\\])oo(?![a-zA-Z])", r"\\infty", _DEGREES.sub("", text))
+    text = _MATH_THOUSANDS_SEPARATOR.sub("{,}", text)
     text = _SPACING.sub(" ", text).strip().rstrip(".").strip()
     text = _THOUSANDS.sub(lambda match: _SEPARATOR.sub("", match.group()), text)
+    text = _EMPTY_WRAPPER.sub("", _SCALED.sub(_scaled_value, re.sub(r"\s+", " ", text).strip()))
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _scaled_value(match: re.Match) -> str:
+    """'70 thousand' -> '70000', '1.5 million' -> '1500000', '5 squared' -> '5^{2}'; a \\text{ the word opened
+    stays open for what follows it ('70 \\text{thousand dollars}' -> '70000 \\text{ dollars}')."""
+    number, word = match.group("number"), match.group("word").lower()
+    value = (f"{number}^{{{_POWERS[word]}}}" if word in _POWERS
+             else format(Decimal(number).scaleb(_SCALES[word]).normalize(), "f"))
+    return f"{value} {match.group('open')}" if match.group("open") else value
 
 
 def strip_units(text: str) -> str:
@@ -84,6 +114,41 @@ def as_word(text: str) -> Word | None:
                                                                     or unwrapped.isupper()):
         return Word(unwrapped.strip().lower())
     return None
+
+
+@dataclass(frozen=True)
+class Numeral:
+    """Digits in a base: '4210_{5}' is Numeral('4210', 5); bare digits ('4210') have no base."""
+
+    digits: str
+    base: int | None
+
+
+def as_numeral(text: str) -> Numeral | None:
+    """The answer as a numeral: digits with a base subscript ('4210_5', '4210_{5}', '4210_{(5)}') or bare digits."""
+    text = unwrap_text(text).strip()
+    based = _BASED_NUMERAL.fullmatch(text)
+    if based is not None:
+        digits, base = based.group("digits"), int(next(group for group in based.group(2, 3, 4) if group))
+        if not 2 <= base <= 36 or any(int(digit, 36) >= base for digit in digits):
+            return None
+        return Numeral(digits.lstrip("0") or "0", base)
+    if re.fullmatch(r"\d[0-9A-Z]*", text):
+        return Numeral(text.lstrip("0") or "0", None)
+    return None
+
+
+def is_compound_quantity(text: str) -> bool:
+    """Whether numbers are separated by words other than a bare 'and' or 'or' ('4 \\text{ hours } 30
+    \\text{ minutes}', '20 m by 30 m', '5 apples and 3 oranges'): a quantity no single number equals."""
+    return any(not _CONNECTIVE_WORD.fullmatch(match.group("words"))
+               for match in _WORDS_BETWEEN_NUMBERS.finditer(unwrap_text(text)))
+
+
+def split_choice_label(text: str) -> tuple[str, str] | None:
+    """('B', '27') for an option written with its choice label ('\\textbf{(B) } 27', '(C) Plane'), else None."""
+    match = _CHOICE_LABEL.fullmatch(unwrap_text(text).strip())
+    return (match.group("letter"), match.group("option").strip()) if match else None
 
 
 def split_top_level(text: str, separators: str = ",") -> list[str]:
@@ -125,11 +190,20 @@ def drop_simple_lhs(text: str) -> str:
 def list_items(text: str) -> list[str]:
     """A bare answer list: '1, 2', 'x=1 \\text{ or } x=2', '\\pm 3' -> items (one item when not a list)."""
     text = _CONNECTIVES.sub(",", text)
-    plus_minus = re.fullmatch(r"(.*?)\\pm\s*(.+)", text)
-    if plus_minus and "," not in text:
-        left, right = plus_minus.groups()
-        return [f"{left}+{right}", f"{left}-{right}"] if left.strip() else [right, f"-({right})"]
-    return [item for item in split_top_level(text) if item]
+    return plus_minus_items([item for item in split_top_level(text) if item])
+
+
+def plus_minus_items(items: list[str]) -> list[str]:
+    """Each item with one \\pm as two: '1\\pm\\sqrt5' -> '1+\\sqrt5', '1-\\sqrt5'; '\\pm 3' -> '3', '-(3)'."""
+    expanded = []
+    for item in items:
+        parts = _PLUS_MINUS.split(item)
+        if len(parts) != 2:  # two signs may be correlated (\pm a \mp b): left to math-verify
+            expanded.append(item)
+            continue
+        left, right = parts
+        expanded += [f"{left}+{right}", f"{left}-{right}"] if left.strip() else [right, f"-({right})"]
+    return expanded
 
 
 def scalar(text: str) -> tuple[Expression, bool]:
@@ -166,6 +240,6 @@ def matrix_rows(text: str) -> list[list[str]] | None:
     return [[cell.strip() for cell in row.split("&")] for row in rows]
 
 
-__all__ = ["SET_CLOSE", "SET_OPEN", "Unparsed", "Word", "as_word", "clean", "drop_simple_lhs", "equation_sides",
-           "inequality_interval",
-           "list_items", "matrix_rows", "scalar", "split_top_level", "strip_units", "unwrap_text"]
+__all__ = ["SET_CLOSE", "SET_OPEN", "Numeral", "Unparsed", "Word", "as_numeral", "as_word", "clean", "drop_simple_lhs",
+           "equation_sides", "inequality_interval", "is_compound_quantity", "list_items", "matrix_rows",
+           "plus_minus_items", "scalar", "split_choice_label", "split_top_level", "strip_units", "unwrap_text"]

@@ -12,7 +12,7 @@ import logging
 import re
 from functools import lru_cache
 
-from grading.verifier.extraction import strip_math_delimiters
+from grading.verifier.delimiters import strip_math_delimiters
 from grading.verifier.answer_forms import is_hedged
 from grading.verifier.fast_compare import structured_verdict
 

@@ -2,23 +2,48 @@
 
 boxed: the \\boxed{} (or \\fbox{}) answer only. flexible: that, else the last answer line ("The answer is 9",
 "**Answer:** $9$", "Final answer: 9"), else a last line that is only an expression ("$9$", "x = 5").
-Hack-prone responses extract nothing under both: two boxes that disagree ("\\boxed{1} or \\boxed{2}"), and
-responses beyond MAX_RESPONSE_CHARACTERS (the extraction itself must stay cheap).
+Boxes: an empty one ("put the answer in \\boxed{}") quotes the instruction, a box around a box is the inner
+one, and several boxes are one answer when the verifier's fast path finds them equal in value ("\\boxed{0.5}"
+then "\\boxed{\\frac12}"). An answer line gives its first math span (more spans only when joined to it by
+"or", "and" or commas: "$n=1$ or $n=-2$"), or its words up to the end of the sentence or a reason
+("6, since 2 * 3 = 6"); a unit may follow the answer.
+Hack-prone responses extract nothing: under both policies, boxes that differ in value ("\\boxed{1} or
+\\boxed{2}") and responses beyond MAX_RESPONSE_CHARACTERS (extraction must stay cheap); under flexible, a last
+answer line that guesses or takes its answer back ("Maybe the answer is $12\\pi$? That seems too small"),
+which leaves only a final expression line.
 """
 
 from __future__ import annotations
 
 import re
 
+from grading.verifier.delimiters import leading_math_span, math_spans, strip_math_delimiters
+
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TEXT_OPENING = re.compile(r"\\(?:text|textbf|textit|mbox|texttt)\s*\{")
 _CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
 # "Answer: 5", "**Final Answer:** 5", "The final answer is $5$.", "answer = 5"
-_ANSWER_LINE = re.compile(r"\banswer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[*_\s]*(?P<answer>.+)", re.IGNORECASE)
-_MATH_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-# A last line counts as an expression when, outside LaTeX commands and \\text{}, no word of three letters is left.
+_ANSWER_MARKER = re.compile(r"\banswer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[*_\s]*", re.IGNORECASE)
+# A sentence ends at "." ";" or "?" before a space or the line's end ("3.5" and "5!" end none).
+_SENTENCE_END = re.compile(r"[.;?](?=[\s*_]|$)")
+# A reason after the answer ends it: "6, since 2 * 3 = 6", "$\\frac12$, which is 50%".
+_REASON = re.compile(r",?\s+(?:since|because|which|as|where|so|thus|hence|meaning|giving)\b", re.IGNORECASE)
+# Words that doubt or take back an answer stated just before ("but that ignores the overlap").
+_DOUBT = re.compile(r"\b(?:but|however|though|although|actually|wait|wrong|incorrect|mistake|instead|rather|"
+                    r"seems?|maybe|perhaps|probably|unless|if)\b", re.IGNORECASE)
+# Words before the answer marker that make its answer a guess ("My first guess for the answer is").
+_TENTATIVE = re.compile(r"\b(?:maybe|perhaps|probably|guess|guessed|suppose|assume|assuming)\b"
+                        r"|\b(?:I|we)\s+(?:\w+\s+)?thought\b", re.IGNORECASE)
+# What may follow a math answer in its sentence: a unit of up to three words ("$5$ cm", "$36$ square units").
+_UNIT = re.compile(r"[a-zA-Z]+(?:\s+[a-zA-Z]+){0,2}")
+_NOT_A_UNIT = re.compile(r"\b(?:is|are|was|were|be|it|that|this|too|and|or|then|not)\b", re.IGNORECASE)
+# Between math answers that form one list: ", " ", and " " or " " and ".
+_JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)", re.IGNORECASE)
+_MAX_BOX_FORMS = 8  # differently written boxes compared by value; more are a hedge (and bound the work)
+# A last line counts as an expression when, outside LaTeX commands and \\text{}, no word of three letters is left
+# and it does not open a sentence with a two-letter word ("So", the cut-off line of a truncated response).
 _COMMANDS_AND_TEXT = re.compile(r"\\(?:text|mathrm|mbox|textbf)\s*\{[^{}]*\}|\\[a-zA-Z]+")
-_WORD = re.compile(r"[a-zA-Z]{3,}")
+_WORD = re.compile(r"[a-zA-Z]{3,}|^[A-Z][a-z]\b")
 _MAX_EXPRESSION_LINE = 200
 MAX_RESPONSE_CHARACTERS = 200_000
 
@@ -31,11 +56,16 @@ def boxed_answers(text: str, inside_text_too: bool = False) -> list[str]:
     (printed text is not a claim, but a box hidden there still makes a disagreement).
     """
     text = _CODE.sub(" ", text)
-    box_braces = {match.end() - 1 for match in _BOX_OPENING.finditer(text)}
+    return [text[opening + 1:closing].strip() for _, opening, closing in _boxes(text, inside_text_too)]
+
+
+def _boxes(text: str, inside_text_too: bool) -> list[tuple[int, int, int]]:
+    """(start of the command, opening brace, closing brace) of every complete box, in order of opening."""
+    box_commands = {match.end() - 1: match.start() for match in _BOX_OPENING.finditer(text)}
     text_braces = {match.end() - 1 for match in _TEXT_OPENING.finditer(text)}
     stack: list[int] = []  # positions of the open braces
     inside_text = 0  # open \text braces on the stack
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, int, int]] = []
     position = 0
     while position < len(text):
         character = text[position]
@@ -48,15 +78,10 @@ def boxed_answers(text: str, inside_text_too: bool = False) -> list[str]:
         elif character == "}" and stack:
             opening = stack.pop()
             inside_text -= opening in text_braces
-            if opening in box_braces and (inside_text_too or not inside_text):
-                found.append((opening, text[opening + 1:position].strip()))
+            if opening in box_commands and (inside_text_too or not inside_text):
+                found.append((box_commands[opening], opening, position))
         position += 1
-    return [content for _, content in sorted(found)]
-
-
-def math_spans(text: str) -> int:
-    """How many $...$, \\(...\\) or \\[...\\] spans the text opens."""
-    return text.replace("$$", "$").count("$") // 2 + text.count("\\(") + text.count("\\[")
+    return sorted(found)
 
 
 def last_boxed(text: str) -> str | None:
@@ -65,25 +90,41 @@ def last_boxed(text: str) -> str | None:
     return answers[-1] if answers else None
 
 
-def _single_boxed(text: str) -> str | None:
-    """The boxed answer when every box holds the same answer; None when boxes disagree (a hedge) or none."""
-    answers = {_spacing_free(answer) for answer in boxed_answers(text, inside_text_too=True)}
-    if len(answers) != 1:
+def _answer_boxes(text: str, inside_text_too: bool = False) -> list[str]:
+    """Contents of the boxes that hold an answer, in order: not empty ("put it in \\boxed{}" quotes the
+    instruction), and not only another box ("\\boxed{\\boxed{5}}" is the box 5, listed on its own)."""
+    text = _CODE.sub(" ", text)
+    boxes = _boxes(text, inside_text_too)
+    whole_boxes = {(start, closing) for start, _, closing in boxes}
+    answers = []
+    for _, opening, closing in boxes:
+        content = text[opening + 1:closing]
+        first = opening + 1 + len(content) - len(content.lstrip())
+        last = opening + len(content.rstrip())
+        if content.strip() and (first, last) not in whole_boxes:
+            answers.append(content.strip())
+    return answers
+
+
+def _single_boxed(text: str, final: str) -> str | None:
+    """The final box when every box, also one inside \\text{}, holds its value; None when two differ (a hedge)."""
+    forms = {_spacing_free(answer): answer for answer in _answer_boxes(text, inside_text_too=True)}
+    forms.pop(_spacing_free(final), None)
+    if len(forms) > _MAX_BOX_FORMS or not all(_same_value(form, final) for form in forms.values()):
         return None
-    return last_boxed(text)
+    return final
+
+
+def _same_value(answer: str, other: str) -> bool:
+    """Whether the verifier's fast path finds the two answers equal (undecided counts as different)."""
+    # Imported here: fast_compare loads mpmath, and the run config imports this module for the policy names only.
+    from grading.verifier.fast_compare import structured_verdict
+
+    return structured_verdict(answer, other) is True
 
 
 def _spacing_free(answer: str) -> str:
     return re.sub(r"\s+|\\[,;:! ]", "", strip_math_delimiters(answer)).rstrip(".")
-
-
-def strip_math_delimiters(answer: str) -> str:
-    """The answer without surrounding $...$, $$...$$, \\(...\\) or \\[...\\]."""
-    answer = answer.strip()
-    for opening, closing in _MATH_DELIMITERS:
-        if len(answer) >= len(opening) + len(closing) and answer.startswith(opening) and answer.endswith(closing):
-            return answer[len(opening):len(answer) - len(closing)].strip()
-    return answer
 
 
 def _clean_answer_line(answer: str) -> str:
@@ -120,15 +161,70 @@ def _expression_line(response: str) -> str | None:
 
 
 def _answer_line(response: str) -> str | None:
+    """The answer stated on the last line that has an answer marker, or None (see _stated_answer)."""
     for line in reversed(response.splitlines()):
-        match = _ANSWER_LINE.search(line)
-        if match:
-            if math_spans(match.group("answer")) > 1:  # "Answer: $5$ $7$": two candidates
-                return None
-            answer = _clean_answer_line(match.group("answer"))
-            if answer:
-                return answer
+        markers = list(_ANSWER_MARKER.finditer(line))
+        if markers:  # the last marker: "Final Answer: The final answer is $025$."
+            return _stated_answer(line[:markers[-1].start()], line[markers[-1].end():])
     return None
+
+
+def _stated_answer(before: str, rest: str) -> str | None:
+    """The answer in rest, the text after an answer marker: its first math span (with any joined to it by
+    "or", "and" or commas, and a unit) or its words up to the end of the sentence or a reason.
+
+    None when the answer is a guess ("Maybe the answer is"), is followed by a question mark, by prose in its
+    sentence or by a doubt ("$\\frac{14}{3}$ but that ignores the overlap"), or when a later sentence on the
+    line doubts it or gives another number ("Answer: $5$. Actually no, $7$.", "The answer is 5. No, 7.").
+    """
+    if _TENTATIVE.search(_SENTENCE_END.split(before)[-1]):
+        return None
+    if leading_math_span(rest) is not None:
+        answer, end = _joined_math_spans(rest)
+        unit = rest[end:_answer_end(rest, end)].strip(" *_")
+        if unit and not _is_unit(unit):
+            return None
+        answer = f"{answer}\\text{{ {unit}}}" if unit else answer
+    else:
+        end = _answer_end(rest, 0)
+        answer = rest[:end]
+        if _DOUBT.search(answer) or math_spans(answer) > 1:  # "about $5$ or $7$": two candidates
+            return None
+    if _doubted_after(rest, end):
+        return None
+    return _clean_answer_line(answer) or None
+
+
+def _joined_math_spans(rest: str) -> tuple[str, int]:
+    """(answer, end) for the math spans at the start of rest: '$n=1$ or $n=-2$' -> 'n=1 \\text{ or } n=-2'."""
+    answer, end = leading_math_span(rest)
+    while (joiner := _JOINER.match(rest, end)) and (span := leading_math_span(rest, joiner.end())):
+        word = joiner.group("listed") or joiner.group("word")
+        answer += f" \\text{{ {word.lower()} }} " if word else ", "
+        answer, end = answer + span[0], span[1]
+    return answer, end
+
+
+def _answer_end(rest: str, start: int) -> int:
+    """Where the answer that starts at start ends: at the end of its sentence, a reason or the line."""
+    ends = [match.start() for match in (_SENTENCE_END.search(rest, start), _REASON.search(rest, start)) if match]
+    return min(ends, default=len(rest))
+
+
+def _is_unit(text: str) -> bool:
+    return bool(_UNIT.fullmatch(text)) and not _NOT_A_UNIT.search(text) and not _DOUBT.search(text)
+
+
+def _doubted_after(rest: str, answer_end: int) -> bool:
+    """Whether the text after an answer doubts it: a question mark ending its sentence, a doubting word in
+    its sentence, or later on the line a doubting word, a number or a math span (another candidate)."""
+    sentence_end = _SENTENCE_END.search(rest, answer_end)
+    if sentence_end is None:
+        return bool(_DOUBT.search(rest[answer_end:]))
+    later = rest[sentence_end.end():]
+    return sentence_end.group() == "?" or bool(_DOUBT.search(rest[answer_end:sentence_end.start()])
+                                                  or _DOUBT.search(later) or re.search(r"\d", later)
+                                                  or math_spans(later))
 
 
 def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
@@ -136,8 +232,9 @@ def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
     check_policy(policy)
     if len(response) > MAX_RESPONSE_CHARACTERS:
         return None
-    if boxed_answers(response):
-        answer = _single_boxed(response)
+    boxes = _answer_boxes(response)
+    if boxes:
+        answer = _single_boxed(response, boxes[-1])
         return answer if answer and math_spans(answer) <= 1 else None
     if policy == BOXED:
         return None

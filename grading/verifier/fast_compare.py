@@ -3,6 +3,9 @@
 structured_verdict returns True or False when the answers fall in the forms of answer_forms.py (numbers,
 fractions, radicals, pi, complex numbers, expressions in one-letter variables, lists, sets, tuples,
 intervals and unions, matrices, equations, words), and None otherwise, for math-verify to decide.
+Two decisions are made here because math-verify gets them wrong: a numeral in a base other than ten
+('4210_{5}') equals only its digits ('4210', '4210_5'), never its decimal value ('555'); and numbers separated
+by words ('4 \\text{ hours } 30 \\text{ minutes}') equal no single number (math-verify reads the first).
 
 Values: rationals compare exactly; anything else is evaluated to 50 digits and equal when it agrees to 40
 digits. Expressions with variables are evaluated at four points, the same for both sides, where every
@@ -23,8 +26,8 @@ from itertools import permutations
 import mpmath
 
 from grading.verifier.answer_forms import (
-    SET_CLOSE, SET_OPEN, Unparsed, as_word, clean, drop_simple_lhs, equation_sides, inequality_interval,
-    list_items, matrix_rows, scalar, split_top_level,
+    SET_CLOSE, SET_OPEN, Unparsed, as_numeral, as_word, clean, drop_simple_lhs, equation_sides, inequality_interval,
+    is_compound_quantity, list_items, matrix_rows, plus_minus_items, scalar, split_choice_label, split_top_level,
 )
 from grading.verifier.latex_values import PRECISION_DIGITS, Expression
 
@@ -57,6 +60,9 @@ def structured_verdict(predicted: str, reference: str) -> bool | None:
 
 
 def _compare(left: str, right: str) -> bool:
+    if is_compound_quantity(left) != is_compound_quantity(right):
+        return False  # "4 hours 30 minutes" is not 4, though math-verify reads its first number
+    left, right = _option_answered(left, right), _option_answered(right, left)
     words = as_word(left), as_word(right)
     if words[0] is not None and words[1] is not None:
         return words[0] == words[1]
@@ -77,6 +83,17 @@ def _compare(left: str, right: str) -> bool:
     return _same_items(left_items, right_items, _same_scalar, ordered=left_kind == "tuple")
 
 
+def _option_answered(text: str, other: str) -> str:
+    """The part of a labelled option ('\\textbf{(B) } 27') that other is written as: its letter when other
+    is a choice letter, its value otherwise; text unchanged when it has no label or both sides have one."""
+    labelled = split_choice_label(text)
+    if labelled is None or split_choice_label(other) is not None:
+        return text
+    letter, option = labelled
+    other_word = as_word(other)
+    return letter if other_word is not None and len(other_word.text) == 1 else option
+
+
 def _strip_membership(text: str) -> str:
     return re.sub(r"^[a-zA-Z]\s*\\in\s*", "", text)
 
@@ -84,7 +101,7 @@ def _strip_membership(text: str) -> str:
 def _shape(text: str) -> tuple[str, list[str]]:
     """('tuple' | 'unordered' | 'scalar', items)."""
     if text.startswith(SET_OPEN) and text.endswith(SET_CLOSE):
-        return "unordered", [item for item in split_top_level(text[1:-1]) if item]
+        return "unordered", plus_minus_items([item for item in split_top_level(text[1:-1]) if item])
     if text.startswith("(") and text.endswith(")") and len(split_top_level(text[1:-1])) > 1 \
             and _balanced(text[1:-1]):
         return "tuple", split_top_level(text[1:-1])
@@ -161,11 +178,30 @@ def _same_scalar(left: str, right: str) -> bool:
     left, right = drop_simple_lhs(left), drop_simple_lhs(right)
     if equation_sides(left) is not None or equation_sides(right) is not None:
         raise Unparsed("an equation against a value")
+    same_digits = _same_numeral(left, right)
+    if same_digits is not None:
+        return same_digits
     (left_value, left_percent), (right_value, right_percent) = scalar(left), scalar(right)
     if left_percent and right_percent:  # 0.5% is not 50%: the sign means the same on both sides
         return _same_value(left_value, left, right_value, right)
     return any(_same_value(a, left, b, right) for a in _readings(left_value, left_percent)
                for b in _readings(right_value, right_percent))
+
+
+def _same_numeral(left: str, right: str) -> bool | None:
+    """Numerals in a base other than ten compare by digits and base; None when neither side has such a base.
+
+    '4210_{5}' equals '4210_5', '4210_{(5)}' and the bare digits '4210' (the subscript is often dropped), but
+    not its decimal value '555': that is the number the question asked to convert.
+    """
+    numerals = as_numeral(left), as_numeral(right)
+    bases = {numeral.base for numeral in numerals if numeral is not None} - {None, 10}
+    if not bases:
+        return None
+    if len(bases) > 1 or None in numerals:
+        return False
+    (base,) = bases
+    return numerals[0].digits == numerals[1].digits and all(numeral.base in (None, base) for numeral in numerals)
 
 
 def _readings(expression: Expression, percent: bool) -> list[Expression]:

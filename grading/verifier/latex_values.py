@@ -55,7 +55,8 @@ def _number(text: str) -> Expression:
 
 
 def _based_number(text: str) -> Expression:
-    """'2516_8' or '4210_{5}': digits in the base of the subscript."""
+    """'2516_8' or '4210_{5}' inside an expression: digits in the base of the subscript (a whole answer that is
+    a numeral compares by its digits instead, see fast_compare._same_numeral)."""
     digits, base = text.split("_")
     base_value = int(base.strip("{}"))
     if not 2 <= base_value <= 36:

@@ -77,12 +77,16 @@ def test_aime_decides_that_a_hedge_is_wrong(extracted):
 
 
 @pytest.mark.parametrize("response", [
-    "$\\boxed{\\frac{50}{2}}$", "$\\boxed{2 \\, 5}$", "$\\boxed{25 \\text{ thousand}}$", "$\\boxed{x^2 = 25}$",
-    "$\\boxed{25.5}$",
+    "$\\boxed{\\frac{50}{2}}$", "$\\boxed{2 \\, 5}$", "$\\boxed{x^2 = 25}$", "$\\boxed{25.5}$",
 ])
 def test_aime_leaves_an_answer_that_is_no_integer_undecided(response):
     verdict = aime_verdict(response, "25")
     assert not verdict.correct and not verdict.decided and verdict.detail == "not an integer"
+
+
+def test_aime_reads_a_scaled_number_as_its_value():
+    verdict = aime_verdict("$\\boxed{25 \\text{ thousand}}$", "25")  # 25000, not 25
+    assert not verdict.correct and verdict.decided
 
 
 # ----------------------------------------------------------------------------- MathVista

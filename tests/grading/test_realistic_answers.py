@@ -1,0 +1,233 @@
+"""Realistic model responses graded as the RL reward and the evaluation judge grade them: MathVerifier.check
+(extraction under the flexible policy, then equivalence). The examples are an audit's, as models wrote them.
+
+Each test names a behaviour with the responses it now grades right, and the wrong answers that stay wrong.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grading.verifier import MathVerifier, extract_answer
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with MathVerifier(workers=1, timeout_seconds=10) as shared:
+        yield shared
+
+
+def boxed(answer: str) -> str:
+    return f"Let's solve this step by step.\n\n1. ...\n2. ...\n\nTherefore, $\\boxed{{{answer}}}$"
+
+
+def assert_graded(verifier: MathVerifier, response: str, reference: str, correct: bool) -> None:
+    result = verifier.check(response, reference)
+    assert result.correct is correct, f"{response!r} against {reference!r}: extracted {result.extracted!r}"
+
+
+# 1. A numeral in a base other than ten is its digits, not its decimal value.
+
+
+@pytest.mark.parametrize(("answer", "reference"), [
+    ("4210", "4210_{5}"), ("4210_5", "4210_{5}"), ("4210_{5}", "4210_{5}"), ("4210_{(5)}", "4210_{5}"),
+    ("4343", "4343_6"), ("4343_{6}", "4343_6"), ("52", "52_8"), ("52_8", "52_8"), ("2516", "2516_8"),
+    ("02516_8", "2516_8"),
+])
+def test_a_base_n_reference_accepts_its_digits_with_or_without_the_subscript(verifier, answer, reference):
+    assert_graded(verifier, boxed(answer), reference, True)
+
+
+@pytest.mark.parametrize(("answer", "reference"), [
+    ("555", "4210_{5}"),  # "Express 555_{10} in base 5": the question's number repeated
+    ("999", "4343_6"),
+    ("42", "52_8"),  # 6*7 not converted to base 8
+    ("1358", "2516_8"),
+    ("4210_{6}", "4210_{5}"),  # the right digits in another base
+    ("555_{10}", "4210_{5}"),
+    ("4210", "555"),  # and the other way round: base-5 digits are not the decimal answer
+    ("4210_5", "555"),
+])
+def test_a_base_n_numeral_never_equals_a_decimal_of_the_same_value(verifier, answer, reference):
+    assert_graded(verifier, boxed(answer), reference, False)
+
+
+def test_a_base_ten_subscript_compares_by_value(verifier):
+    assert_graded(verifier, boxed("555"), "555_{10}", True)
+    assert_graded(verifier, boxed("556"), "555_{10}", False)
+
+
+# 2. Two numbers separated by words are a compound quantity, never its first number.
+
+
+@pytest.mark.parametrize(("answer", "reference"), [
+    ("4 \\text{ hours } 30 \\text{ minutes}", "4"),
+    ("4 \\text{ hours and } 30 \\text{ minutes}", "4"),
+    ("2 \\text{ hours } 15 \\text{ minutes}", "2"),
+    ("4 \\text{ feet } 6 \\text{ inches}", "4"),
+    ("7 \\text{ weeks } 3 \\text{ days}", "7"),
+    ("20\\text{ m by }30\\text{ m}", "20"),
+    ("5 \\text{ apples and } 3 \\text{ oranges}", "5"),
+    ("12 \\text{ dollars and } 50 \\text{ cents}", "12"),
+])
+def test_a_compound_quantity_is_not_its_first_number(verifier, answer, reference):
+    assert_graded(verifier, boxed(answer), reference, False)
+
+
+def test_numbers_joined_only_by_and_or_or_are_still_a_list_of_answers(verifier):
+    assert_graded(verifier, boxed("1 \\text{ and } 2"), "1, 2", True)
+    assert_graded(verifier, boxed("x=1 \\text{ or } x=2"), "1, 2", True)
+    assert_graded(verifier, boxed("5 \\text{ cm}"), "5", True)  # one number with a unit
+
+
+# 3. A guess taken back on the last answer line is no answer (the responses are truncated).
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("Maybe the answer is $12\\pi$? That seems too small\n"
+     "Let me redo the computation with r = 3 and h = 8 so that the volume is", "12\\pi"),
+    ("I initially thought the answer is $\\frac{14}{3}$ but that ignores the overlap.\n"
+     "Recomputing: the overlap has area 1/3 so the total is 14/3 - 1/3 =", "\\frac{14}{3}"),
+    ("My first guess for the answer is $7$ however the constraint rules it out.\nSo", "7"),
+    ("So the answer is $12$? Wait, that can't be right.\nLet me recount. The cases are", "12"),
+    ("Answer: $5$. Actually no, $7$.", "5"),
+    ("The answer is 5. No, 7.", "5"),
+])
+def test_a_guess_taken_back_on_the_last_answer_line_extracts_nothing(verifier, response, reference):
+    assert extract_answer(response) is None
+    result = verifier.check(response, reference)
+    assert result.correct is False and result.decided is False
+
+
+@pytest.mark.parametrize(("response", "expected"), [
+    ("The answer is $5$ cm.", "5\\text{ cm}"),  # a unit may follow the answer
+    ("The length is 5 cm.\nThe answer is 12 apples.", "12 apples"),
+    ("After much thought, the answer is 5.", "5"),
+])
+def test_an_answer_line_followed_by_a_unit_or_nothing_keeps_its_answer(response, expected):
+    assert extract_answer(response) == expected
+
+
+# 4. MATH's thousands separator ",\\!" is read.
+
+
+@pytest.mark.parametrize(("answer", "reference"), [
+    ("10080", "10,\\!080"), ("10,080", "10,\\!080"), ("10{,}080", "10,\\!080"), ("10\\,080", "10,\\!080"),
+    ("\\$32,348", "\\$32,\\!348"), ("32348", "\\$32,\\!348"), ("11111111100", "11,\\! 111,\\! 111,\\! 100"),
+    ("1,000,000", "1,\\!000,\\!000"), ("1000000", "1,\\!000,\\!000"), ("2,\\!000", "2000"),
+])
+def test_the_math_thousands_separator_groups_digits(verifier, answer, reference):
+    assert_graded(verifier, boxed(answer), reference, True)
+
+
+@pytest.mark.parametrize(("answer", "reference"), [
+    ("10081", "10,\\!080"), ("1008", "10,\\!080"), ("10,08", "10,\\!080"), ("2,\\!000", "200"),
+    ("(1,\\!2)", "12"),  # groups of other sizes stay a tuple
+])
+def test_a_different_number_against_a_math_thousands_reference_stays_wrong(verifier, answer, reference):
+    assert_graded(verifier, boxed(answer), reference, False)
+
+
+# 5. Several boxes are one answer when they hold one value; empty and doubled boxes are not answers.
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("So the probability is $\\boxed{\\frac{1}{2}}$? Let me double check... yes.\n</think>\n\n"
+     "The probability is $\\boxed{\\dfrac{1}{2}}$.", "\\frac{1}{2}"),
+    ("Thus $P = \\boxed{0.5}$.\n\n**Final Answer**\n$\\boxed{\\frac{1}{2}}$", "\\frac{1}{2}"),
+    ("So the answer is \\boxed{25}.\n</think>\n\nThe answer is $\\boxed{025}$.", "25"),
+    ("so $x=\\boxed{5}$.\n\n**Final Answer**\n\\boxed{x = 5}", "5"),
+    ("$\\boxed{18}$\n\nSo Janet makes $\\boxed{\\$18}$ every day.", "18"),
+    ("The problem asks me to put the final answer in \\boxed{}.\n...\n$\\boxed{14}$", "14"),
+    ("I'll present the result as \\boxed{} at the end.\n\nThe sum is $\\boxed{14}$.", "14"),
+    ("$\\boxed{12}$ \\\\ \\boxed{}", "12"),
+    ("$$\\boxed{\\boxed{\\frac{\\sqrt{21}}{5}}}$$", "\\frac{\\sqrt{21}}{5}"),
+])
+def test_boxes_that_hold_one_value_are_one_answer(verifier, response, reference):
+    assert_graded(verifier, response, reference, True)
+
+
+@pytest.mark.parametrize("response", [
+    "It is \\boxed{1} or \\boxed{2}.",
+    "Thus $P = \\boxed{0.5}$.\n\n**Final Answer**\n$\\boxed{\\frac{1}{3}}$",
+    "So the answer is \\boxed{25}.\n</think>\n\nThe answer is $\\boxed{026}$.",
+    "\\boxed{\\boxed{5}} \\boxed{7}",
+    "First, $a = \\boxed{3}$ and $b=\\boxed{11}$, so $a+b = \\boxed{14}$.",  # intermediate boxes: a hedge
+    "The problem asks me to put the final answer in \\boxed{}.",  # an empty box only
+])
+def test_boxes_that_differ_in_value_still_extract_nothing(response):
+    assert extract_answer(response) is None
+    assert extract_answer(response, "boxed") is None
+
+
+def test_a_wrong_value_boxed_twice_stays_wrong(verifier):
+    assert_graded(verifier, "$\\boxed{17}$\n\nSo Janet makes $\\boxed{\\$17}$ every day.", "18", False)
+
+
+# 6. The answer sentence ends at its full stop or at a reason, and its first math span is the answer.
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("Final Answer: The final answer is $025$. I hope it is correct.", "25"),
+    ("Therefore, the answer is 6, since 2 * 3 = 6.", "6"),
+    ("Therefore, the answer is $\\frac{1}{2}$, which is 50%.", "\\frac{1}{2}"),
+])
+def test_the_answer_sentence_ends_at_its_full_stop_or_at_a_reason(verifier, response, reference):
+    assert_graded(verifier, response, reference, True)
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("Final Answer: The final answer is $026$. I hope it is correct.", "25"),
+    ("Therefore, the answer is 7, since 2 * 3 = 6.", "6"),
+    ("Therefore, the answer is $\\frac{1}{3}$, which is 50%.", "\\frac{1}{2}"),
+])
+def test_a_wrong_answer_before_a_reason_stays_wrong(verifier, response, reference):
+    assert_graded(verifier, response, reference, False)
+
+
+def test_the_minerva_format_is_read_under_the_flexible_policy_only():
+    response = "Final Answer: The final answer is $025$. I hope it is correct."
+    assert extract_answer(response) == "025"
+    assert extract_answer(response, "boxed") is None
+
+
+# 7. \\pm inside a set stands for two items.
+
+
+def test_plus_minus_inside_a_set_stands_for_two_items(verifier):
+    assert_graded(verifier, boxed("-2, 1+\\sqrt5, 1-\\sqrt5"), "\\{1\\pm\\sqrt{5},-2\\}", True)
+    assert_graded(verifier, boxed("1-\\sqrt5, -2, 1+\\sqrt5"), "\\{1\\pm\\sqrt{5},-2\\}", True)
+    assert_graded(verifier, boxed("-2, 1+\\sqrt5"), "\\{1\\pm\\sqrt{5},-2\\}", False)
+    assert_graded(verifier, boxed("2, 1+\\sqrt5, 1-\\sqrt5"), "\\{1\\pm\\sqrt{5},-2\\}", False)
+
+
+# 8. Roots joined by "or" on an answer line, and a choice label before the value.
+
+
+def test_roots_joined_by_or_on_an_answer_line_are_a_list(verifier):
+    response = "Therefore, the integers are $n = 1$ or $n = -2$.\n\n**Answer:** $n=1$ or $n=-2$"
+    assert_graded(verifier, response, "1,-2", True)
+    assert_graded(verifier, response, "1", False)
+    assert_graded(verifier, "**Answer:** $n=1$ or $n=2$", "1,-2", False)
+    assert_graded(verifier, "Answer: $5$ or $7$", "7", False)  # two candidates for one answer
+
+
+def test_a_choice_label_before_the_value_is_read_as_the_option(verifier):
+    assert_graded(verifier, boxed("\\textbf{(B) } 27"), "27", True)
+    assert_graded(verifier, boxed("\\textbf{(B) } 27"), "28", False)
+    assert_graded(verifier, boxed("\\text{(C) Plane}"), "\\text{(C)}", True)  # against a letter, the letter
+    assert_graded(verifier, boxed("\\text{(C) Plane}"), "\\text{(B)}", False)
+    assert_graded(verifier, boxed("(A)(B)"), "\\text{(A)}", False)  # two labels are a hedge
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("\\boxed{70 \\text{ thousand}}", "70000", True),
+    ("\\boxed{70 \\text{ thousand}}", "70", False),  # the word scales the number: not its first number
+    ("\\boxed{2 \\text{ thousand}}", "2", False),
+    ("\\boxed{1.5 million}", "1500000", True),
+    ("\\boxed{70 \\text{thousand dollars}}", "70000", True),
+    ("\\boxed{5 \\text{ squared}}", "25", True),
+    ("\\boxed{5 \\text{ squared}}", "5", False),
+])
+def test_a_word_that_scales_a_number_is_read_as_its_value(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
