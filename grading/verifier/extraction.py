@@ -23,7 +23,7 @@ _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TEXT_OPENING = re.compile(r"\\(?:text|textbf|textit|mbox|texttt)\s*\{")
 _CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
 # "Answer: 5", "**Final Answer:** 5", "The final answer is $5$.", "answer = 5"
-_ANSWER_MARKER = re.compile(r"\banswer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[*_\s]*", re.IGNORECASE)
+_ANSWER_MARKER = re.compile(r"(?<![a-zA-Z])answer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[*_\s]*", re.IGNORECASE)
 # A sentence ends at "." ";" or "?" before a space or the line's end ("3.5" and "5!" end none).
 _SENTENCE_END = re.compile(r"[.;?](?=[\s*_]|$)")
 # A reason after the answer ends it: "6, since 2 * 3 = 6", "$\\frac12$, which is 50%".
@@ -45,6 +45,10 @@ _MAX_BOX_FORMS = 8  # differently written boxes compared by value; more are a he
 _COMMANDS_AND_TEXT = re.compile(r"\\(?:text|mathrm|mbox|textbf)\s*\{[^{}]*\}|\\[a-zA-Z]+")
 _WORD = re.compile(r"[a-zA-Z]{3,}|^[A-Z][a-z]\b")
 _MAX_EXPRESSION_LINE = 200
+# A last line that is cut off mid-step ("8-", "3+4=") or only arithmetic on numbers is no final answer.
+_DANGLING_OPERATOR = re.compile(r"(?:[-+*/×÷=^]|\\(?:cdot|times|div))\s*$")
+_NUMBERS_AND_OPERATORS = re.compile(r"[\d\s.,()+\-*/×÷=]+")
+_SIMPLE_NUMBER = re.compile(r"\s*[-+]?\s*\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?\s*")
 MAX_RESPONSE_CHARACTERS = 200_000
 
 
@@ -157,7 +161,17 @@ def _expression_line(response: str) -> str | None:
         return None
     if _WORD.search(_COMMANDS_AND_TEXT.sub(" ", answer)) or _BOX_OPENING.search(answer):
         return None
+    if _DANGLING_OPERATOR.search(answer) or _is_computation(answer):
+        return None
     return answer
+
+
+def _is_computation(text: str) -> bool:
+    """A line of numbers joined by operators ("8+5-7", "3+4=7", "7+5"): a step of the working, or the problem
+    echoed, not a final answer (whose value it may well have: echoing "8+5-7" earned the reward for 6);
+    a single number or fraction ("-7", "3/4") is an answer."""
+    return (_NUMBERS_AND_OPERATORS.fullmatch(text) is not None and _SIMPLE_NUMBER.fullmatch(text) is None
+            and re.search(r"[\d)]\s*[-+*/×÷=]", text) is not None)
 
 
 def _answer_line(response: str) -> str | None:

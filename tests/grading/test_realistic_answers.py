@@ -231,3 +231,24 @@ def test_a_choice_label_before_the_value_is_read_as_the_option(verifier):
 ])
 def test_a_word_that_scales_a_number_is_read_as_its_value(verifier, response, reference, correct):
     assert_graded(verifier, response, reference, correct)
+
+
+# What a small policy writes on the arithmetic task when it echoes the problem or is cut off mid-step: no
+# final answer, so no reward (the value of "8+5-7" is the reference 6, and it earned 1 before).
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    (" 8+5-7", "6"), (" 3+9+9-0-0+4.", "25"), (" 3+4=7\n7+5", "12"), (" 4+4=8\n8-", "8"), (" 9-5=123", "123"),
+    ("Let me compute.\n3 \\times", "3"),
+])
+def test_a_last_line_of_arithmetic_or_cut_off_mid_step_is_no_answer(verifier, response, reference):
+    assert extract_answer(response) is None
+    assert_graded(verifier, response, reference, False)
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("So the result is\n$-7$", "-7"), ("Working...\n3/4", "\\frac34"), ("Therefore\nx = 5", "5"),
+    ("Hence\n$2\\sqrt{3}+1$", "1+2\\sqrt{3}"), ("Then\n3+4i", "3+4i"), (" 8-3=5\n14Answer: 25", "25"),
+])
+def test_a_last_line_that_is_a_value_is_still_the_answer(verifier, response, reference):
+    assert_graded(verifier, response, reference, True)

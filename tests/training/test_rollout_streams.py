@@ -79,6 +79,16 @@ def test_torch_engine_draws_every_response_from_its_own_stream(torch_engine, tin
     check_independent_and_reproducible(torch_engine, tiny[1])
 
 
+def test_a_rows_uniforms_use_every_bit_of_its_seed():
+    from training.rollout.seeds import stream_seed
+    from training.rollout.token_sampler import row_uniforms
+
+    seed = stream_seed(7, 39, 0, 5, 2)
+    table = row_uniforms([seed, seed + 2**32, seed + 2**50, seed], 16, torch.device("cpu"))
+    assert len({tuple(row.tolist()) for row in table[:3]}) == 3  # torch's CPU generator kept the low 32 bits
+    assert torch.equal(table[0], table[3]) and bool(((table >= 0) & (table < 1)).all())
+
+
 def test_groups_a_resume_moves_onto_one_rank_keep_their_own_streams():
     """Two ranks drew one problem at the same place of one iteration; a resume on one process carries both
     parked groups to rank 0, where their continuations must still draw from different streams."""
