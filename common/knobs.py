@@ -130,7 +130,11 @@ def parse_config(cls: type, data: Mapping[str, Any] | None) -> Any:
     values: dict[str, Any] = {}
     fields = {field.name: field for field in dataclasses.fields(cls)}
     for name in data.keys() - fields.keys():
-        errors[name] = "unknown setting"
+        if isinstance(name, str):
+            errors[name] = "unknown setting"
+        else:  # YAML reads an unquoted 1, no or 2024-01-01 as a number, boolean or date
+            errors[repr(name)] = (f"a setting's name must be text, not the {type(name).__name__} {name!r} (in YAML, "
+                                  "quote the key)")
     for name, field in fields.items():
         if name not in data:
             continue

@@ -1,4 +1,8 @@
-"""Parse JSONL and CSV prompt files into validated rows; a bad line rejects the whole file."""
+"""Parse JSONL and CSV prompt files into validated rows; a bad line rejects the whole file.
+
+JSON (a JSONL line, a CSV cell of tags or test cases) gets the REST API's checks (common.json_checks): at most
+MAX_NESTING levels deep, no NaN or Infinity, no NUL character, each refusal naming the line and the field.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from common.json_checks import NonFinite, first_bad_value, nesting_depth
 from common.test_cases import normalise_test_cases
 
+MAX_NESTING = 64  # levels of arrays and objects in a line or cell (test cases need 3; json recursion fails near 1000)
 FIELDS = ("problem", "image", "answer", "test_cases", "domain", "tags", "difficulty", "pass_rate")
 MAX_TEXT = {"image": 500, "domain": 100, "difficulty": 50}
 
@@ -37,6 +43,31 @@ class ParsedPrompt:
     pass_rate: float | None = None
 
 
+def _loads(text: str) -> Any:
+    """Parsed JSON, or ValueError for text that is not JSON or nests deeper than MAX_NESTING (before parsing, so a
+    deep line cannot exhaust the recursion limit); NaN and Infinity come back as NonFinite for first_bad_value."""
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING:
+        raise ValueError(f"nested {depth} levels deep; at most {MAX_NESTING}")
+    try:
+        return json.loads(text, parse_constant=NonFinite)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise ValueError(f"not valid JSON ({error})") from None
+
+
+def _json_cell(text: str, name: str) -> Any:
+    """A CSV cell holding JSON, checked as a JSONL line is; ValueError naming the field."""
+    try:
+        value = _loads(text)
+    except ValueError as error:
+        raise ValueError(f"'{name}' is {error}") from None
+    if problem := first_bad_value(value, name):
+        raise ValueError(problem)
+    return value
+
+
 def _text(record: dict, name: str) -> str:
     value = record.get(name)
     if value is None:
@@ -45,8 +76,6 @@ def _text(record: dict, name: str) -> str:
         return str(value)  # numeric answers such as 204
     if not isinstance(value, str):
         raise ValueError(f"'{name}' must be text")
-    if "\x00" in value:
-        raise ValueError(f"'{name}' contains a NUL character, which cannot be stored")
     if name in MAX_TEXT and len(value) > MAX_TEXT[name]:
         raise ValueError(f"'{name}' is longer than {MAX_TEXT[name]} characters")
     return value.strip()
@@ -60,7 +89,7 @@ def _tags(value: Any, text_allowed: bool = True) -> tuple[str, ...]:
         raise ValueError(f"'tags' must be a JSON list of strings, such as {example}, not the text "
                          f"{json.dumps(value)} (';'-separated text is for CSV files)")
     if isinstance(value, str):
-        value = json.loads(value) if value.lstrip().startswith("[") else value.split(";")
+        value = _json_cell(value, "tags") if value.lstrip().startswith("[") else value.split(";")
     if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
         raise ValueError("'tags' must be a list of strings (or ';'-separated text in CSV)")
     return tuple(tag.strip() for tag in value if tag.strip())
@@ -70,10 +99,7 @@ def _test_cases(value: Any) -> Any:
     if value in (None, ""):
         return None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"'test_cases' is not valid JSON ({error.msg})") from None
+        value = _json_cell(value, "test_cases")
     if not isinstance(value, (list, dict)):
         raise ValueError("'test_cases' must be a JSON list or object")
     normalise_test_cases(value)  # checked here, stored as given
@@ -96,6 +122,8 @@ def parse_record(record: Any, line: int, text_tags: bool = True) -> ParsedPrompt
     """Validate one record (a JSON object or a CSV row); text_tags: 'tags' may be ';'-separated text."""
     if not isinstance(record, dict):
         raise PromptFileError(line, "expected an object with a 'problem' field")
+    if problem := first_bad_value(record):  # NaN, Infinity or a NUL character, named by its field
+        raise PromptFileError(line, problem)
     unknown = sorted(set(record) - set(FIELDS) - {""})
     if unknown:
         raise PromptFileError(line, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
@@ -112,18 +140,21 @@ def parse_record(record: Any, line: int, text_tags: bool = True) -> ParsedPrompt
             domain=_text(record, "domain"), tags=_tags(record.get("tags"), text_tags),
             difficulty=_text(record, "difficulty"), pass_rate=_pass_rate(record.get("pass_rate")),
         )
-    except (ValueError, json.JSONDecodeError) as error:
+    except ValueError as error:
         raise PromptFileError(line, str(error)) from None
 
 
 def _jsonl_records(text: str) -> Iterator[tuple[int, Any]]:
-    for number, raw in enumerate(text.splitlines(), start=1):
+    """(line number, parsed line); a line ends at a line feed only (a carriage return before it is dropped): raw
+    U+2028, U+0085 and other line breaks str.splitlines() splits at may stand inside a JSON string."""
+    for number, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise PromptFileError(number, f"not valid JSON ({error.msg} at column {error.colno})") from None
+            yield number, _loads(raw)
+        except ValueError as error:
+            raise PromptFileError(number, str(error)) from None
 
 
 def _csv_records(text: str) -> Iterator[tuple[int, Any]]:

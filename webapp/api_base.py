@@ -1,17 +1,18 @@
 """Building blocks shared by every app's REST API: scoping, strict input, same-project checks, PATCH merges,
-cancel."""
+updates that write only what changed, cancel."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-import django_filters
+from django.db import models
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
 from rest_framework.fields import SkipField
 from rest_framework.response import Response
 
+from webapp.jobs import JobStatus
 from webapp.projects.models import Project
 
 IGNORED_INPUT_KEYS = frozenset({"csrfmiddlewaretoken"})  # posted by the browsable API's HTML forms
@@ -67,13 +68,6 @@ def patched_settings(serializer: serializers.Serializer, stored: Mapping[str, An
     return given
 
 
-class ResponseLengthFilter(django_filters.FilterSet):
-    """min_tokens / max_tokens bounds on a sample table's response_tokens (subclasses give Meta)."""
-
-    min_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="gte")
-    max_tokens = django_filters.NumberFilter(field_name="response_tokens", lookup_expr="lte")
-
-
 class VisibleRelatedField(serializers.PrimaryKeyRelatedField):
     """A foreign key the requesting user may reference: only rows visible to them."""
 
@@ -91,8 +85,21 @@ class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
     """A plain serializer that refuses unknown fields."""
 
 
-class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
-    """A model serializer that refuses unknown and read-only fields."""
+class ChangedFieldsUpdateMixin:
+    """update() writes the columns the request gives and no others (save(update_fields=...)): what a worker or
+    another request wrote to the row meanwhile (status, progress, log, cancel_requested...) stays as written."""
+
+    def update(self, instance: models.Model, validated_data: dict) -> models.Model:
+        serializers.raise_errors_on_nested_writes("update", self, validated_data)
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        if validated_data:
+            instance.save(update_fields=list(validated_data))
+        return instance
+
+
+class StrictModelSerializer(StrictFieldsMixin, ChangedFieldsUpdateMixin, serializers.ModelSerializer):
+    """A model serializer that refuses unknown and read-only fields, and updates only the fields given."""
 
 
 class ProjectScopedSerializer(StrictModelSerializer):
@@ -120,6 +127,64 @@ class ProjectScopedSerializer(StrictModelSerializer):
             if self.instance is not None:
                 fields["project"].read_only = True  # objects do not move between projects
         return fields
+
+
+class UniqueNameInProjectMixin:
+    """`name` is unique within a project (a database constraint), checked on create and on rename and refused on
+    `name` (DRF's own check answers non_field_errors, and skips updates, where `project` is read-only)."""
+
+    def get_unique_together_validators(self):
+        return []  # the project-and-name constraint is checked by validate(), naming `name`
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "name" in attrs:
+            project = attrs.get("project") or self.instance.project
+            if error := self.name_error(project, attrs["name"]):
+                raise serializers.ValidationError({"name": [error]})
+        return attrs
+
+    def name_error(self, project: Project, name: str) -> str | None:
+        """Why `name` cannot name this row in the project, or None."""
+        model = self.Meta.model
+        others = model.objects.filter(project=project, name=name)
+        if self.instance is not None:
+            others = others.exclude(pk=self.instance.pk)
+        return f"This project already has a {model._meta.verbose_name} named {name!r}." if others.exists() else None
+
+
+class QueuedJobSerializerMixin:
+    """A job row's serializer (before ProjectScopedSerializer): fields other than `editable_in_any_state` change
+    only while the job is queued. An update writes only the fields given, the frozen ones in one conditional
+    UPDATE (... WHERE status = 'queued'), so a job a worker claims meanwhile is refused with a 400 naming the
+    fields, not changed under the worker; the answer shows the row as it is after the update."""
+
+    editable_in_any_state: tuple[str, ...] = ()
+    job_noun = "job"
+
+    def frozen_fields(self, changes: Mapping[str, Any]) -> list[str]:
+        return sorted(changes.keys() - set(self.editable_in_any_state))
+
+    def refuse_frozen(self, names: list[str], status: str) -> None:
+        raise serializers.ValidationError({name: [f"can change only while the {self.job_noun} is queued, not {status}"]
+                                           for name in names})
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if self.instance is not None and self.instance.status != JobStatus.QUEUED and self.frozen_fields(attrs):
+            self.refuse_frozen(self.frozen_fields(attrs), self.instance.status)
+        return attrs
+
+    def update(self, instance, validated_data):
+        frozen = self.frozen_fields(validated_data)
+        if not frozen:
+            instance = super().update(instance, validated_data)
+        elif not type(instance).objects.filter(pk=instance.pk, status=JobStatus.QUEUED).update(**validated_data):
+            instance.refresh_from_db(fields=["status"])
+            given = [name for name in frozen if name in self.initial_data]  # not those derived from them
+            self.refuse_frozen(given or frozen, instance.status)
+        instance.refresh_from_db()
+        return instance
 
 
 class ScopedViewSet(viewsets.ModelViewSet):

@@ -18,20 +18,35 @@ A worker claims a row with one conditional UPDATE (exactly one caller wins); whi
 heartbeat thread stamps `heartbeat_at` every JOB_HEARTBEAT_SECONDS. Every worker runs the recovery
 (workers/recovery.py) when it starts and then every JOB_RECOVERY_INTERVAL_SECONDS: a running row whose
 heartbeat is older than JOB_STALE_AFTER_SECONDS belongs to a dead worker. A worker whose row was taken
-from it (re-queued, then claimed by another) stops at its next check and records nothing. `started_at`
-keeps the first start; every claim is logged.
+from it (re-queued, then claimed by another) stops at its next check and records nothing: every write of
+its results happens in `holding_claim` (the row locked, still this worker's running job) or through
+`update_held`, and raises JobTakenOver otherwise. `started_at` keeps the first start; every claim is logged.
+
+A queued row's task goes to the broker after the row's commit (`create_queued`, `send_after_commit`); until
+the broker took it, `unsent_since` says since when the row waits. A broker that is down leaves the row
+queued, with a log line, and the recovery sends the task of every row still unsent SEND_GRACE_SECONDS later
+(a second delivery is harmless: only one claim wins).
 """
 
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Callable
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
+
+logger = logging.getLogger(__name__)
+
+# A launch hands its task to the broker right after its commit; a queued row still unsent this long after missed
+# it (the broker was down, the web process died) and the recovery sends it.
+SEND_GRACE_SECONDS = 30
 
 
 def stamped_line(line: str) -> str:
@@ -40,8 +55,9 @@ def stamped_line(line: str) -> str:
 
 
 class JobTakenOver(Exception):
-    """Raised by Job.should_stop in a worker whose claim is no longer the row's: recovery re-queued the row
-    and another worker took it. The worker stops its work at once and records nothing."""
+    """Raised in a worker whose claim is no longer the row's (by should_stop, holding_claim, update_held):
+    recovery re-queued the row and another worker took it, or it ended. The worker stops at once and records
+    nothing."""
 
 
 class JobStatus(models.TextChoices):
@@ -69,6 +85,8 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
     log = models.TextField(blank=True)
+    unsent_since = models.DateTimeField(null=True, blank=True, help_text="Queued since then and its task not yet "
+                                        "handed to the broker (null once sent); the recovery sends it.")
 
     class Meta:
         abstract = True
@@ -120,8 +138,9 @@ class Job(models.Model):
                                              heartbeat_at__lt=cls.stale_before())
             lost = f"worker {worker or '(unknown)'} lost: no heartbeat for {settings.JOB_STALE_AFTER_SECONDS} s"
             if cancel:
-                still_stale.update(status=JobStatus.CANCELLED, finished_at=timezone.now(),
-                                   log=Concat(F("log"), Value(stamped_line(f"{lost}; cancelled as requested"))))
+                if still_stale.update(status=JobStatus.CANCELLED, finished_at=timezone.now(),
+                                      log=Concat(F("log"), Value(stamped_line(f"{lost}; cancelled as requested")))):
+                    cls.objects.get(pk=pk).discard_inputs()
                 continue
             with transaction.atomic():
                 if still_stale.update(status=JobStatus.QUEUED, worker="",
@@ -129,6 +148,51 @@ class Job(models.Model):
                     send(pk)
                     requeued.append(pk)
         return requeued
+
+    @classmethod
+    def create_queued(cls, send: Callable[[int], None], **fields) -> Job:
+        """A new queued row whose task `send(pk)` hands to the broker after commit (see send_queued)."""
+        row = cls.objects.create(unsent_since=timezone.now(), **fields)
+        cls.send_after_commit(row.pk, send)
+        return row
+
+    @classmethod
+    def send_after_commit(cls, pk: int, send: Callable[[int], None]) -> None:
+        """Hand the queued row's task to the broker once the transaction that queued it commits."""
+        transaction.on_commit(lambda: cls.send_queued(pk, send))
+
+    @classmethod
+    def send_queued(cls, pk: int, send: Callable[[int], None], log_failure: bool = True) -> bool:
+        """`send(pk)`, then mark the row sent; False when the broker is unreachable: the row stays queued and
+        unsent (a log line says so, unless `log_failure` is False) and the recovery sends it later."""
+        try:
+            send(pk)
+        except (BrokerUnreachable, OSError) as error:
+            logger.warning("%s %s: broker unreachable, its task is sent by the recovery later: %s",
+                           cls.__name__, pk, error)
+            if log_failure:
+                cls.append_log(pk, f"not yet sent to the workers, the broker is unreachable ({error}): sent when "
+                                   "it is back")
+            return False
+        cls.objects.filter(pk=pk).update(unsent_since=None)
+        return True
+
+    @classmethod
+    def recover_unsent(cls, send: Callable[[int], None]) -> list[int]:
+        """Queued rows whose task never reached the broker (unsent for SEND_GRACE_SECONDS): send it; returns the
+        ids sent. Each row's stamp is moved first with a conditional UPDATE, so workers recovering at once send
+        it once, and a row the broker still refuses waits SEND_GRACE_SECONDS before the next try."""
+        sent = []
+        overdue = timezone.now() - timedelta(seconds=SEND_GRACE_SECONDS)
+        unsent = cls.objects.filter(status=JobStatus.QUEUED, cancel_requested=False, unsent_since__lt=overdue)
+        for pk, since in unsent.values_list("pk", "unsent_since"):
+            if not cls.objects.filter(pk=pk, status=JobStatus.QUEUED, unsent_since=since).update(
+                    unsent_since=timezone.now()):
+                continue  # claimed, cancelled or taken by another recovery meanwhile
+            if cls.send_queued(pk, send, log_failure=False):
+                cls.append_log(pk, "sent to the workers by the recovery (it had not reached the broker)")
+                sent.append(pk)
+        return sent
 
     @classmethod
     def finish(cls, pk: int, status: str, error: str = "", traceback: str = "", log_line: str = "",
@@ -152,9 +216,32 @@ class Job(models.Model):
         cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped_line(line))))
 
     @classmethod
-    def log_alive(cls, pk: int, line: str) -> None:
-        """A progress line from a running job: appended to the log with a heartbeat, in one UPDATE."""
-        cls.objects.filter(pk=pk).update(log=Concat(F("log"), Value(stamped_line(line))), heartbeat_at=timezone.now())
+    def update_held(cls, pk: int, worker: str, **fields) -> None:
+        """Write fields of a running job, with a heartbeat, in one UPDATE while the row is still `worker`'s
+        running job; JobTakenOver (nothing written) when it is not."""
+        held = cls.objects.filter(pk=pk, status=JobStatus.RUNNING, worker=worker)
+        if not held.update(heartbeat_at=timezone.now(), **fields):
+            raise JobTakenOver(f"{cls.__name__} {pk} is no longer a running job of {worker or 'no worker'}")
+
+    @classmethod
+    def log_alive(cls, pk: int, line: str, worker: str) -> None:
+        """A progress line from `worker`'s running job: appended to the log with a heartbeat, in one UPDATE;
+        JobTakenOver when the row is no longer that worker's."""
+        cls.update_held(pk, worker, log=Concat(F("log"), Value(stamped_line(line))))
+
+    @contextmanager
+    def holding_claim(self) -> Iterator[None]:
+        """A transaction that first locks the row and checks it is still this claim's running job: a job's
+        results are written inside it, so a worker that lost its row (JobTakenOver) writes none of them, and
+        the recovery cannot take the row while they are written."""
+        with transaction.atomic():
+            row = type(self).objects.select_for_update().filter(pk=self.pk).values_list("status", "worker").first()
+            if row is None:
+                raise JobTakenOver(f"{type(self).__name__} {self.pk} was deleted")
+            status, worker = row
+            if status != JobStatus.RUNNING or worker != self.worker:
+                raise JobTakenOver(f"{type(self).__name__} {self.pk} is now {status} on {worker or 'no worker'}")
+            yield
 
     @classmethod
     def cancel_was_requested(cls, pk: int) -> bool:
@@ -192,4 +279,9 @@ class Job(models.Model):
             else:
                 outcome = "already finished"
         self.refresh_from_db()
+        if outcome == "cancelled":  # no worker runs it (a running one finds its claim gone and writes nothing)
+            self.discard_inputs()
         return outcome
+
+    def discard_inputs(self) -> None:
+        """Delete what the job kept only for its worker (an upload's stored file), once no worker will run it."""

@@ -17,11 +17,14 @@ from django.conf import settings
 from common.path_rules import PathRefused, PathRules, checked_name_or_path, checked_path, refuse_relative_lookup
 from training.models.presets import PRESET_NAMES
 from webapp.long2short.models import Long2ShortVariant
-from webapp.runs.models import RLRun
+from webapp.prompts.models import Prompt
+from webapp.runs.models import Checkpoint, RLRun
 
 MODEL_KNOBS = ("model", "judge_model")  # the RLConfig knobs that name a model
 MODEL_FORMS = f"a checkpoint id, a preset ({', '.join(PRESET_NAMES)}), a hub id (org/name)"
 DATASET_FORMS = "a hub dataset id (org/name)"
+CHECKPOINT_PATH_MAX_LENGTH = Checkpoint._meta.get_field("path").max_length
+IMAGE_MAX_LENGTH = Prompt._meta.get_field("image").max_length
 
 
 def run_checkpoint_folder(run_id: int) -> Path:
@@ -58,14 +61,27 @@ def import_rules() -> PathRules:
                      roots_setting="MIRRORLAB_IMPORT_ROOTS", local_forms=DATASET_FORMS)
 
 
-def checked_model(project_id: int, name: str, field: str = "model") -> str:
-    """A model the project may use: a preset or hub id as given, a path resolved; PathRefused otherwise."""
-    return checked_name_or_path(name, model_rules(project_id), field)
+def fitting(checked: str, given: str, field: str, max_length: int | None) -> str:
+    """A checked name or resolved path that fits its column of `max_length` characters (None: any length); a
+    link can resolve to a longer path than the one given, so PathRefused says so."""
+    if max_length is not None and len(checked) > max_length:
+        longer = " resolves to a path of" if checked != given else " has"
+        raise PathRefused(field, f"'{given}'{longer} {len(checked)} characters; at most {max_length} fit (paths are "
+                                 "stored resolved, so a link does not shorten them): move the files to a shorter path")
+    return checked
+
+
+def checked_model(project_id: int, name: str, field: str = "model", max_length: int | None = None) -> str:
+    """A model the project may use: a preset or hub id as given, a path resolved; PathRefused otherwise, or when
+    it is longer than `max_length` (the column that stores it)."""
+    return fitting(checked_name_or_path(name, model_rules(project_id), field), name, field, max_length)
 
 
 def checked_checkpoint_path(project_id: int, path: str, field: str = "path") -> str:
-    """The directory of a checkpoint registered by path, resolved, when the project may use it."""
-    return checked_path(path, dataclasses.replace(model_rules(project_id), local_forms=""), field)
+    """The directory of a checkpoint registered by path, resolved, when the project may use it and it fits
+    Checkpoint.path."""
+    resolved = checked_path(path, dataclasses.replace(model_rules(project_id), local_forms=""), field)
+    return fitting(resolved, path, field, CHECKPOINT_PATH_MAX_LENGTH)
 
 
 def checked_dataset_id(dataset_id: str, field: str = "dataset_id") -> str:
@@ -116,8 +132,9 @@ def worker_checked_model(project_id: int, name: str, field: str = "model") -> st
 
 
 def checked_image(image: str, field: str = "image") -> str:
-    """A prompt's image: an absolute path under IMPORT_ROOTS, resolved; PathRefused otherwise."""
-    return checked_path(image, import_rules(), field)
+    """A prompt's image: an absolute path under IMPORT_ROOTS, resolved, that fits Prompt.image; PathRefused
+    otherwise."""
+    return fitting(checked_path(image, import_rules(), field), image, field, IMAGE_MAX_LENGTH)
 
 
 def worker_checked_dataset_id(dataset_id: str, field: str = "dataset_id") -> str:

@@ -101,15 +101,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["webapp.api_filters.VisibleFilterBackend"],  # ids among the visible rows
     "DEFAULT_PAGINATION_CLASS": "webapp.pagination.Pagination",
     "PAGE_SIZE": envint("API_PAGE_SIZE", 50),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PARSER_CLASSES": [
-        "webapp.parsers.StrictJSONParser",  # NaN, Infinity, NUL and over-deep nesting refused naming where
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # NaN, Infinity, NUL and over-deep nesting refused naming where; JSON only (a form-encoded or multipart body
+    # would reach the JSON fields unchecked): the prompt-set endpoints add multipart for their file uploads
+    "DEFAULT_PARSER_CLASSES": ["webapp.parsers.StrictJSONParser"],
 }
 
 # Input limits, checked before any work (webapp/limits.py): a larger request body is refused with 413 before

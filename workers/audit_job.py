@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 
 from common.knobs import parse_config
 from evaluation.audit import BenchmarkAudit, StoredSample, audit_benchmark, audit_skip_reason
@@ -13,6 +12,7 @@ from evaluation.context import EvalContext, EvaluationStopped
 from evaluation.suite_config import AuditGrader, parse_suite
 from training.models.loading import resolve_model_path
 from webapp.evals.models import BenchmarkResult, GraderAudit, SampleResult
+from webapp.jobs import JobStatus
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
 from workers.path_checks import check_audit_paths
@@ -26,8 +26,10 @@ def stored_samples(result: BenchmarkResult) -> list[StoredSample]:
     return [StoredSample(*row) for row in rows]
 
 
-def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkAudit) -> None:
-    """The second verdict on every sample of the benchmark and its disagreement counts, all or nothing."""
+def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkAudit, **audit_fields) -> None:
+    """The second verdict on every sample of the benchmark, its disagreement counts and `audit_fields` of the
+    audit row (its summary and progress), all or nothing, while this worker holds the audit (JobTakenOver
+    otherwise)."""
     rows = {(row.problem_id, row.sample_index): row
             for row in SampleResult.objects.filter(eval_run_id=result.eval_run_id, benchmark=result.benchmark)
             .only("pk", "problem_id", "sample_index")}
@@ -35,11 +37,12 @@ def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkA
         row = rows[(sample.problem_id, sample.sample_index)]
         row.audit_correct, row.audit_answer = sample.correct, storable_text(sample.extracted)
         row.audit_detail = storable_text(sample.detail)
-    with transaction.atomic():
+    with audit.holding_claim():
         SampleResult.objects.bulk_update(rows.values(), ["audit_correct", "audit_answer", "audit_detail"],
                                          batch_size=SAMPLE_ROWS_PER_UPDATE)
         BenchmarkResult.objects.filter(pk=result.pk).update(
             audit=audit, audit_samples=len(outcome.samples), audit_disagreements=outcome.disagreements)
+        GraderAudit.objects.filter(pk=audit.pk).update(**audit_fields)
 
 
 def run_audit_job(audit: GraderAudit) -> None:
@@ -50,7 +53,7 @@ def run_audit_job(audit: GraderAudit) -> None:
     results = list(BenchmarkResult.objects.filter(eval_run_id=audit.eval_run_id).order_by("benchmark"))
     context = EvalContext(
         "", Path(settings.DATASETS_DIR), rollout_engine=audit.eval_run.rollout_engine, seed=audit.eval_run.seed,
-        log=lambda line: GraderAudit.log_alive(audit.pk, line),
+        log=lambda line: GraderAudit.log_alive(audit.pk, line, audit.worker),
         should_stop=audit.should_stop,
         fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
@@ -62,17 +65,17 @@ def run_audit_job(audit: GraderAudit) -> None:
                 None if result.benchmark in suite_settings else f"{result.benchmark} is no longer in the suite")
             if reason:
                 summary[result.benchmark] = {"skipped": reason}
-                GraderAudit.log_alive(audit.pk, f"{result.benchmark}: skipped: {reason}")
+                context.log(f"{result.benchmark}: skipped: {reason}")
                 continue
             outcome = audit_benchmark(suite_settings[result.benchmark], grader, stored_samples(result), context)
-            store_audit(audit, result, outcome)
             summary[result.benchmark] = outcome.summary()
-            GraderAudit.objects.filter(pk=audit.pk).update(summary=summary, progress=(position + 1) / len(results))
-            GraderAudit.log_alive(audit.pk, f"{result.benchmark}: {outcome.disagreements} of "
-                                            f"{len(outcome.samples)} samples disagree, "
-                                            f"{outcome.judge_errors} judge errors")
+            store_audit(audit, result, outcome, summary=summary, progress=(position + 1) / len(results))
+            context.log(f"{result.benchmark}: {outcome.disagreements} of {len(outcome.samples)} samples disagree, "
+                        f"{outcome.judge_errors} judge errors")
     except EvaluationStopped:
         raise JobCancelled() from None
     finally:
         context.close()
-        GraderAudit.objects.filter(pk=audit.pk).update(summary=summary)
+        # the skipped benchmarks too, however the job ends; nothing once another worker holds the audit
+        GraderAudit.objects.filter(pk=audit.pk, status=JobStatus.RUNNING, worker=audit.worker).update(
+            summary=summary)

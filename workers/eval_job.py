@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 
 from evaluation.context import EvalContext, EvaluationStopped
 from evaluation.outcome import BenchmarkOutcome
@@ -31,10 +30,11 @@ def model_path(eval_run: EvalRun) -> str:
     return resolve_model_path(eval_run.model, Path(settings.MODELS_DIR))
 
 
-def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome) -> None:
-    """One benchmark's result row and sample rows, all or nothing (a re-run replaces them)."""
+def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome, progress: float) -> None:
+    """One benchmark's result row and sample rows and the evaluation's progress, all or nothing (a re-run replaces
+    them), while this worker holds the evaluation (JobTakenOver otherwise)."""
     score = outcome.score
-    with transaction.atomic():
+    with eval_run.holding_claim():
         SampleResult.objects.filter(eval_run=eval_run, benchmark=outcome.benchmark).delete()
         SampleResult.objects.bulk_create(
             (SampleResult(eval_run=eval_run, benchmark=outcome.benchmark, problem_id=sample.problem_id,
@@ -54,6 +54,7 @@ def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome) -> None:
                       "mean_response_tokens": score.mean_response_tokens, "num_problems": score.num_problems,
                       "samples_per_problem": score.samples_per_problem, "metrics": outcome.metrics()},
         )
+        EvalRun.objects.filter(pk=eval_run.pk).update(progress=progress)
 
 
 def run_eval_job(eval_run: EvalRun) -> None:
@@ -64,7 +65,7 @@ def run_eval_job(eval_run: EvalRun) -> None:
     done = set(BenchmarkResult.objects.filter(eval_run=eval_run).values_list("benchmark", flat=True))
     context = EvalContext(
         model_path(eval_run), Path(settings.DATASETS_DIR), rollout_engine=eval_run.rollout_engine,
-        seed=eval_run.seed, log=lambda line: EvalRun.log_alive(eval_run.pk, line),
+        seed=eval_run.seed, log=lambda line: EvalRun.log_alive(eval_run.pk, line, eval_run.worker),
         should_stop=eval_run.should_stop,
         sandbox_backend=settings.SANDBOX_BACKEND, fetch_missing=settings.FETCH_MISSING_BENCHMARKS,
         resolve_model=lambda name: resolve_model_path(name, Path(settings.MODELS_DIR)),
@@ -72,15 +73,14 @@ def run_eval_job(eval_run: EvalRun) -> None:
     try:
         for position, (entry, runner) in enumerate(runners):
             if entry.benchmark in done:
-                EvalRun.log_alive(eval_run.pk, f"{entry.benchmark}: already stored, skipped")
+                context.log(f"{entry.benchmark}: already stored, skipped")
                 continue
-            EvalRun.log_alive(eval_run.pk, f"evaluating {entry.benchmark}")
+            context.log(f"evaluating {entry.benchmark}")
             outcome = runner(entry, context)
-            store_outcome(eval_run, outcome)
-            EvalRun.objects.filter(pk=eval_run.pk).update(progress=(position + 1) / len(runners))
-            EvalRun.log_alive(eval_run.pk, f"{entry.benchmark}: score {outcome.score.score:.3f} "
-                                           f"[{outcome.score.ci_low:.3f}, {outcome.score.ci_high:.3f}], "
-                                           f"mean {outcome.score.mean_response_tokens:.1f} tokens")
+            store_outcome(eval_run, outcome, progress=(position + 1) / len(runners))
+            context.log(f"{entry.benchmark}: score {outcome.score.score:.3f} "
+                        f"[{outcome.score.ci_low:.3f}, {outcome.score.ci_high:.3f}], "
+                        f"mean {outcome.score.mean_response_tokens:.1f} tokens")
     except EvaluationStopped:
         raise JobCancelled() from None
     finally:

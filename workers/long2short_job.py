@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from common.knobs import parse_config
 from training.config import LONG2SHORT_CONFIGS
@@ -74,14 +73,15 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
 
 
 def variant_hooks(variant: Long2ShortVariant) -> Long2ShortHooks:
-    """Log lines and progress go to the row (each one a heartbeat); a cancel request stops the method."""
+    """Log lines and progress go to the row (each one a heartbeat); a cancel request stops the method. Each hook
+    raises JobTakenOver once this worker lost the variant, so the method stops before its next step (the save
+    of its checkpoint included)."""
 
     def progress(fraction: float) -> None:
-        Long2ShortVariant.objects.filter(pk=variant.pk).update(progress=min(max(float(fraction), 0.0), 1.0))
-        Long2ShortVariant.heartbeat(variant.pk)
+        Long2ShortVariant.update_held(variant.pk, variant.worker, progress=min(max(float(fraction), 0.0), 1.0))
 
     return Long2ShortHooks(
-        log=lambda line: Long2ShortVariant.log_alive(variant.pk, line), progress=progress,
+        log=lambda line: Long2ShortVariant.log_alive(variant.pk, line, variant.worker), progress=progress,
         should_stop=variant.should_stop)
 
 
@@ -128,9 +128,10 @@ def queue_evaluation(variant: Long2ShortVariant, checkpoint: Checkpoint, parent_
 
 
 def store_outcome(variant: Long2ShortVariant, job: Long2ShortJob, outcome: Long2ShortOutcome) -> None:
-    """Records, the Checkpoint row and the queued evaluation, all or nothing (a re-run replaces them)."""
+    """Records, the Checkpoint row, the queued evaluation and their log lines, all or nothing (a re-run replaces
+    them), while this worker holds the variant (JobTakenOver otherwise)."""
     problems = {record.prompt_id: record.problem for record in job.records}
-    with transaction.atomic():
+    with variant.holding_claim():
         Long2ShortRecord.objects.filter(variant=variant).delete()
         Long2ShortRecord.objects.bulk_create(record_rows(variant, outcome, problems),
                                              batch_size=RECORD_ROWS_PER_INSERT)
@@ -139,14 +140,14 @@ def store_outcome(variant: Long2ShortVariant, job: Long2ShortJob, outcome: Long2
             defaults={"path": str(outcome.checkpoint_path), "size_bytes": outcome.size_bytes,
                       "iteration": outcome.iteration})
         evaluation = queue_evaluation(variant, checkpoint, job.parent_config)
-    Long2ShortVariant.append_log(variant.pk, f"checkpoint saved: {outcome.checkpoint_path} "
-                                 f"({outcome.size_bytes / 1e6:.1f} MB); {len(outcome.kept_samples)} kept samples, "
-                                 f"{len(outcome.pairs)} pairs")
-    if evaluation is None:
-        Long2ShortVariant.append_log(variant.pk, "no evaluation suite (variant or parent run): not evaluated")
-    else:
-        Long2ShortVariant.append_log(variant.pk, f"queued evaluation #{evaluation.pk} on suite "
-                                     f"#{evaluation.suite_id}")
+        Long2ShortVariant.append_log(variant.pk, f"checkpoint saved: {outcome.checkpoint_path} "
+                                     f"({outcome.size_bytes / 1e6:.1f} MB); {len(outcome.kept_samples)} kept "
+                                     f"samples, {len(outcome.pairs)} pairs")
+        if evaluation is None:
+            Long2ShortVariant.append_log(variant.pk, "no evaluation suite (variant or parent run): not evaluated")
+        else:
+            Long2ShortVariant.append_log(variant.pk, f"queued evaluation #{evaluation.pk} on suite "
+                                         f"#{evaluation.suite_id}")
 
 
 def metrics_line(metrics: dict[str, float]) -> str:
@@ -168,6 +169,6 @@ def run_long2short_job(variant: Long2ShortVariant) -> None:
     except Long2ShortStopped:
         raise JobCancelled() from None
     if outcome.metrics:
-        Long2ShortVariant.append_log(variant.pk, f"metrics: {metrics_line(outcome.metrics)}")
+        Long2ShortVariant.log_alive(variant.pk, f"metrics: {metrics_line(outcome.metrics)}", variant.worker)
     store_outcome(variant, job, outcome)
 

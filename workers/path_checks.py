@@ -8,9 +8,6 @@ judge models and dataset ids are checked against the project's rules of now.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-from django.conf import settings
 
 from common.knobs import parse_config
 from evaluation.datasets.prompt_import import PromptImportConfig
@@ -22,7 +19,7 @@ from webapp.path_policy import (
     checked_image,
     MODEL_KNOBS, checked_checkpoint_path, worker_checked_dataset_id, worker_checked_model,
 )
-from webapp.prompts.models import PromptSetImport
+from webapp.prompts.models import PromptSetImport, uploads_folder
 from webapp.runs.models import Checkpoint, RLRun
 
 def check_checkpoint(checkpoint: Checkpoint | None, field: str) -> None:
@@ -78,7 +75,7 @@ def check_variant_paths(variant: Long2ShortVariant) -> None:
 def check_import_paths(job: PromptSetImport) -> None:
     """The imported dataset, or the stored upload (inside the project's own uploads folder)."""
     if job.upload_file:
-        own = os.path.realpath(Path(settings.UPLOADS_DIR) / f"project-{job.project_id}")
+        own = os.path.realpath(uploads_folder(job.project_id))
         if not is_within(os.path.realpath(job.upload_file), own):
             raise PathRefused("upload_file", f"not in this project's uploads folder ({own})")
         return

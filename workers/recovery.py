@@ -2,8 +2,9 @@
 
 A dead worker's running job stops stamping its heartbeat; after JOB_STALE_AFTER_SECONDS the next pass of
 any worker re-queues it (its task sent again, resumed from its last checkpoint) or, with a cancel
-pending, finishes it as cancelled. Passes are safe to run on many workers at once: each move is a
-conditional UPDATE (webapp/jobs.py, Job.recover_stale).
+pending, finishes it as cancelled. A queued job whose task never reached the broker (down at launch) has
+its task sent (Job.recover_unsent), and stored uploads that no import will read any more are deleted.
+Passes are safe to run on many workers at once: each move is a conditional UPDATE (webapp/jobs.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from django.db import connection
 
 from webapp.celery import enqueue_job
+from webapp.prompts.services import remove_unclaimed_uploads
 from workers.jobs import JOB_MODELS, job_model
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,35 @@ def requeue_abandoned_jobs() -> list[tuple[str, int]]:
     return requeued
 
 
+def send_unsent_jobs() -> list[tuple[str, int]]:
+    """Send the task of every queued job that never reached the broker; returns the (kind, id) pairs sent."""
+    sent = []
+    for kind in JOB_MODELS:
+        for pk in job_model(kind).recover_unsent(send=lambda pk, kind=kind: enqueue_job(kind, pk)):
+            sent.append((kind, pk))
+    if sent:
+        logger.warning("sent the tasks of queued jobs that had not reached the broker: %s", sent)
+    return sent
+
+
+def remove_stale_uploads() -> None:
+    """Delete the stored uploads that no queued or running import will read."""
+    if removed := remove_unclaimed_uploads():
+        logger.warning("deleted uploads no import reads: %s", [str(path) for path in removed])
+
+
+RECOVERY_STEPS = (requeue_abandoned_jobs, send_unsent_jobs, remove_stale_uploads)
+
+
+def recovery_pass() -> None:
+    """Every recovery step once; a step that fails (the broker or database down) is logged, the others still run."""
+    for step in RECOVERY_STEPS:
+        try:
+            step()
+        except Exception:  # a database or broker hiccup: log it and try again at the next pass
+            logger.exception("job recovery step %s failed", step.__name__)
+
+
 def start_periodic_recovery(interval_seconds: float) -> threading.Event:
     """A daemon thread of this worker process that runs a recovery pass now and every interval; set the
     returned event to stop it."""
@@ -39,9 +70,7 @@ def start_periodic_recovery(interval_seconds: float) -> threading.Event:
         try:
             while True:
                 try:
-                    requeue_abandoned_jobs()
-                except Exception:  # a database or broker hiccup: log it and try again at the next pass
-                    logger.exception("job recovery pass failed")
+                    recovery_pass()
                 finally:
                     connection.close()
                 if stop.wait(interval_seconds):

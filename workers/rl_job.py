@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from training.config import RLConfig
@@ -47,11 +46,12 @@ def training_sample_rows(run: RLRun, iteration: int, samples: tuple[SampleReport
 
 
 def record_iteration(run: RLRun, report: IterationReport) -> None:
-    """Store one iteration's metrics and samples and move the run's progress, atomically.
+    """Store one iteration's metrics and samples and move the run's progress, atomically, while this worker holds
+    the run (JobTakenOver otherwise: the training loop stops before it saves a checkpoint).
 
     A resumed run that repeats an iteration replaces that iteration's rows.
     """
-    with transaction.atomic():
+    with run.holding_claim():
         IterationMetric.objects.update_or_create(
             run=run, iteration=report.iteration,
             defaults={
@@ -71,16 +71,19 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
 
 def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) -> None:
     """One row per saved iteration (a resumed run that saves the same iteration again updates it),
-    and an evaluation of it on the run's suite when the cadence says so."""
-    checkpoint, _ = Checkpoint.objects.update_or_create(
-        project_id=run.project_id, run=run, iteration=report.iteration,
-        defaults={"path": str(report.path), "size_bytes": report.size_bytes})
-    RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} ({report.size_bytes / 1e6:.1f} MB)")
-    if run.evaluation_suite_id and evaluation_due(config, report.iteration):
-        evaluation = launch_evaluation(project_id=run.project_id, suite_id=run.evaluation_suite_id,
-                                       checkpoint=checkpoint, rollout_engine=config.rollout_engine,
-                                       seed=config.seed, owner_id=run.owner_id)
-        RLRun.append_log(run.pk, f"queued evaluation #{evaluation.pk} of iteration {report.iteration}")
+    and an evaluation of it on the run's suite when the cadence says so; all or nothing, while this worker holds
+    the run (JobTakenOver otherwise)."""
+    with run.holding_claim():
+        checkpoint, _ = Checkpoint.objects.update_or_create(
+            project_id=run.project_id, run=run, iteration=report.iteration,
+            defaults={"path": str(report.path), "size_bytes": report.size_bytes})
+        RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} "
+                                 f"({report.size_bytes / 1e6:.1f} MB)")
+        if run.evaluation_suite_id and evaluation_due(config, report.iteration):
+            evaluation = launch_evaluation(project_id=run.project_id, suite_id=run.evaluation_suite_id,
+                                           checkpoint=checkpoint, rollout_engine=config.rollout_engine,
+                                           seed=config.seed, owner_id=run.owner_id)
+            RLRun.append_log(run.pk, f"queued evaluation #{evaluation.pk} of iteration {report.iteration}")
 
 
 def evaluation_due(config: RLConfig, iteration: int) -> bool:
@@ -102,19 +105,20 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
     writing a checkpoint or an iteration and recording it: a checkpoint newer than the last recorded iteration is
     set aside (renamed `.partial`, which resuming ignores and the next save of that iteration replaces), so the
     run redoes those iterations and records them (an exact resume reproduces them); an older checkpoint without
-    its row is recorded."""
-    recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
-    recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
-    for folder in complete_checkpoint_dirs(output_dir):
-        iteration = int(folder.name.removeprefix(PREFIX))
-        if iteration > recorded_iteration:
-            aside = folder.with_name(folder.name + ".partial")
-            shutil.rmtree(aside, ignore_errors=True)  # a save that crashed midway left its staging folder
-            folder.rename(aside)
-            RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} set aside: its iteration was "
-                                     "not recorded, so it is done again")
-        elif iteration not in recorded:  # sized only here: a recorded checkpoint is not read again
-            record_checkpoint(run, config, checkpoint_report(folder))
+    its row is recorded. The files are touched only while this worker holds the run (JobTakenOver otherwise)."""
+    with run.holding_claim():
+        recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
+        recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
+        for folder in complete_checkpoint_dirs(output_dir):
+            iteration = int(folder.name.removeprefix(PREFIX))
+            if iteration > recorded_iteration:
+                aside = folder.with_name(folder.name + ".partial")
+                shutil.rmtree(aside, ignore_errors=True)  # a save that crashed midway left its staging folder
+                folder.rename(aside)
+                RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} set aside: its iteration was "
+                                         "not recorded, so it is done again")
+            elif iteration not in recorded:  # sized only here: a recorded checkpoint is not read again
+                record_checkpoint(run, config, checkpoint_report(folder))
 
 
 def run_rl_job(run: RLRun) -> None:
@@ -123,10 +127,12 @@ def run_rl_job(run: RLRun) -> None:
     config = run_config(run)
     reconcile_checkpoints(run, config, run_paths(run).output_dir)
     backend = trainer_backends.get(config.trainer_backend)
+    # Every hook raises JobTakenOver once this worker lost the run: the loop stops before its next step (the
+    # checkpoint it would save after an iteration included) and records nothing more.
     hooks = TrainingHooks(
         on_iteration=lambda report: record_iteration(run, report),
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
-        log=lambda line: RLRun.log_alive(run.pk, line),  # long phases such as the warm-up report through it
+        log=lambda line: RLRun.log_alive(run.pk, line, run.worker),  # long phases such as the warm-up report here
         should_stop=run.should_stop,
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here

@@ -84,6 +84,14 @@ def test_every_refused_key_is_listed_in_one_line(capsys):
     assert "bogus: unknown setting" in line
 
 
+def test_a_key_yaml_reads_as_a_number_or_boolean_is_refused_naming_it(capsys):
+    write("t.yaml", "iterations: -1\n1: 2\nno: 3\n")
+    line = refused(capsys, "t.yaml", "--print-config")
+    assert "1: a setting's name must be text, not the int 1 (in YAML, quote the key)" in line
+    assert "False: a setting's name must be text, not the bool False" in line
+    assert "iterations: must be at least 1" in line
+
+
 def test_a_duplicate_key_is_refused_with_both_lines(capsys):
     write("t.yaml", "tau: 0.1\niterations: 3\ntau: 0.2\n")
     assert refused(capsys, "t.yaml", "--print-config") == \

@@ -95,6 +95,14 @@ def test_owner_adds_a_member_who_then_sees_the_project(api_for, project, alice, 
     assert api_for(charlie).get(f"/api/projects/{project.pk}/").status_code == 200
 
 
+def test_adding_a_member_answers_the_memberships_after_the_change(api_for, project, alice, charlie):
+    response = api_for(alice).post(f"/api/projects/{project.pk}/members/", {"username": "charlie"}, format="json")
+    assert response.status_code == 200
+    assert sorted((member["username"], member["role"]) for member in response.json()["memberships"]) == \
+        [("alice", "owner"), ("bob", "member"), ("charlie", "member")]
+    assert project.memberships.filter(user=charlie, role="member").exists()
+
+
 def test_creating_a_project_makes_the_creator_its_owner(api_for, charlie):
     response = api_for(charlie).post("/api/projects/", {"name": "Mine", "slug": "mine"}, format="json")
     assert response.status_code == 201

@@ -6,6 +6,7 @@ import pytest
 
 from webapp.evals.models import BenchmarkSuite, EvalRun
 from webapp.long2short.models import Long2ShortVariant
+from webapp.runs.models import Checkpoint, RLRun
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +80,34 @@ def test_a_variant_needs_a_parent(api_for, project, alice):
     response = api_for(alice).post("/api/variants/", {"project": project.pk, "name": "m", "method": "merge"},
                                    format="json")
     assert response.status_code == 400 and "parent_run" in response.json()
+
+
+def test_a_variant_refuses_a_parent_checkpoint_of_another_run_than_its_parent_run(api_for, project, run, alice):
+    other_run = RLRun.objects.create(project=project, name="run-2", prompt_set=run.prompt_set, owner=alice,
+                                     config=run.config, total_iterations=3)
+    foreign = Checkpoint.objects.create(project=project, run=other_run, iteration=1, path="/checkpoints/run-2/1")
+    response = api_for(alice).post("/api/variants/", {"project": project.pk, "name": "v", "parent_run": run.pk,
+                                                     "parent_checkpoint": foreign.pk, "method": "dpo"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"parent_checkpoint": [f"Checkpoint {foreign.pk} is not one of run run-1's."]}
+    assert not Long2ShortVariant.objects.exists()
+
+
+def test_a_new_suite_with_a_taken_name_is_refused_on_name(api_for, project, suite, alice):
+    response = api_for(alice).post("/api/suites/", {"project": project.pk, "name": "math",
+                                                   "benchmarks": [{"benchmark": "gsm8k"}]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"name": ["This project already has a benchmark suite named 'math'."]}
+    assert BenchmarkSuite.objects.count() == 1
+
+
+def test_renaming_a_suite_to_a_taken_name_is_refused_on_name(api_for, project, suite, alice):
+    other = BenchmarkSuite.objects.create(project=project, name="other", benchmarks=suite.benchmarks)
+    response = api_for(alice).patch(f"/api/suites/{other.pk}/", {"name": "math"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"name": ["This project already has a benchmark suite named 'math'."]}
+    other.refresh_from_db()
+    assert other.name == "other"
 
 
 def used(suite, project, alice):

@@ -94,3 +94,12 @@ def test_the_size_is_summed_over_a_bounded_number_of_files(api_for, bob, project
     reason = refusal(register(api_for(bob), project, folder))
     assert reason.startswith(f"'{folder}' holds more than 10 files and folders")
     assert not Checkpoint.objects.exists()
+
+
+def test_it_refuses_a_link_that_resolves_too_long_to_store(api_for, bob, project, tmp_path):
+    deep = model_folder(tmp_path.joinpath(*["d" * 60] * 9))
+    (tmp_path / "short").symlink_to(deep)
+    reason = refusal(register(api_for(bob), project, tmp_path / "short"))
+    assert reason.startswith(f"'{tmp_path / 'short'}' resolves to a path of {len(str(deep))} characters; at most 500 "
+                             "fit")
+    assert not Checkpoint.objects.exists()

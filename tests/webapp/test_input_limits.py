@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from webapp.evals.models import BenchmarkSuite
 from webapp.prompts.models import Prompt, PromptSet
 from webapp.runs.models import RLRun
 from tests.webapp.test_pages_runs import launch_data
@@ -117,7 +119,7 @@ def test_a_nul_character_in_an_uploaded_file_is_refused_naming_its_line(api_for,
     response = api_for(alice).post("/api/prompt-sets/", {"project": project.pk, "name": "nul", "file": upload(
         [{"problem": "fine", "answer": "1"}, {"problem": "bad\x00", "answer": "1"}])}, format="multipart")
     assert response.status_code == 400
-    assert response.json()["file"] == ["line 2: 'problem' contains a NUL character, which cannot be stored"]
+    assert response.json()["file"] == ["line 2: problem: contains a NUL character (\\u0000), which cannot be stored"]
 
 
 def test_a_deployment_knob_is_refused_from_a_user(api_for, alice, project, prompt_set):
@@ -169,6 +171,27 @@ def test_a_prompt_image_outside_the_import_roots_is_refused(api_for, alice, proj
     ("[" * 5000 + "]" * 5000, 5000),
 ])
 def test_nesting_is_counted_outside_strings_only(text, depth):
-    from webapp.parsers import nesting_depth
+    from common.json_checks import nesting_depth
 
     assert nesting_depth(text) == depth
+
+
+@pytest.mark.parametrize("url, fields", [
+    ("/api/prompts/", {"problem": "q", "test_cases": '[{"input": "\\u0000", "output": "1"}]'}),
+    ("/api/prompts/", {"problem": "q", "answer": "1", "tags": '["a\\u0000"]'}),
+    ("/api/prompts/", {"problem": "q", "test_cases": "[" * 100_000 + "]" * 100_000}),
+    ("/api/runs/", {"name": "r", "config": '{"model": "a\\u0000b"}'}),
+    ("/api/suites/", {"name": "deep", "benchmarks": "[" * 5000 + "]" * 5000}),
+])
+@pytest.mark.parametrize("encoding", ["multipart", "urlencoded"])
+def test_a_form_body_is_refused_where_no_file_is_uploaded(api_for, alice, project, prompt_set, url, fields, encoding):
+    """JSON fields sent as form text would skip the JSON parser's checks (NUL, nesting, size): only JSON is read."""
+    data = {"project": project.pk, "prompt_set": prompt_set.pk, **fields}
+    api = api_for(alice)
+    if encoding == "multipart":
+        response = api.post(url, data, format="multipart")
+    else:
+        response = api.generic("POST", url, urlencode(data), content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert response.json()["detail"].startswith("Unsupported media type ")
+    assert (Prompt.objects.count(), RLRun.objects.count(), BenchmarkSuite.objects.count()) == (2, 0, 0)

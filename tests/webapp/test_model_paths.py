@@ -86,6 +86,15 @@ def test_another_projects_checkpoint_id_is_refused(api_for, bob, charlie, projec
     assert not EvalRun.objects.exists()
 
 
+def test_an_evaluation_of_a_link_that_resolves_too_long_to_store_is_refused(api_for, bob, project, suite, tmp_path):
+    deep = model_folder(tmp_path.joinpath(*["d" * 60] * 5))
+    (tmp_path / "short").symlink_to(deep)
+    reason = refusal(evaluate(api_for(bob), project, suite, tmp_path / "short"))
+    assert reason == (f"'{tmp_path / 'short'}' resolves to a path of {len(str(deep))} characters; at most 300 fit "
+                      "(paths are stored resolved, so a link does not shorten them): move the files to a shorter path")
+    assert not EvalRun.objects.exists()
+
+
 def test_the_evaluation_form_refuses_another_projects_folder(client_for, bob, suite, secret_folder):
     data = {"suite": str(suite.pk), "checkpoint": "", "model": str(secret_folder), "rollout_engine": "torch",
             "seed": "0"}

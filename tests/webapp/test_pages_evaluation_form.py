@@ -64,6 +64,33 @@ def test_launch_refuses_a_bad_field_naming_it(client_for, alice, suite, field, v
     assert not EvalRun.objects.exists()
 
 
+def test_launch_refuses_a_seed_too_large_to_store(client_for, alice, suite):
+    data = launch_data(suite, model="tiny", seed=3_000_000_000)
+    response = client_for(alice).post(reverse("evaluation-launch"), data)
+    assert response.status_code == 200
+    assert response.context["form"].errors["seed"] == ["Ensure this value is less than or equal to 2147483647."]
+    assert not EvalRun.objects.exists()
+
+
+def test_launch_refuses_an_unknown_field(client_for, alice, suite):
+    response = client_for(alice).post(reverse("evaluation-launch"), {**launch_data(suite, model="tiny"),
+                                                                     "made_up": "1"})
+    assert response.status_code == 200
+    assert response.context["form"].non_field_errors()[0].startswith("unknown field(s) made_up; this form takes")
+    assert not EvalRun.objects.exists()
+
+
+def test_launch_refuses_a_model_path_that_resolves_too_long_to_store(client_for, alice, suite, tmp_path):
+    deep = tmp_path.joinpath(*["d" * 60] * 5)
+    deep.mkdir(parents=True)
+    (tmp_path / "short").symlink_to(deep)
+    response = client_for(alice).post(reverse("evaluation-launch"), launch_data(suite, model=tmp_path / "short"))
+    assert response.status_code == 200
+    (reason,) = response.context["form"].errors["model"]
+    assert f"resolves to a path of {len(str(deep))} characters; at most 300 fit" in reason
+    assert not EvalRun.objects.exists()
+
+
 def test_launch_offers_only_the_current_projects_suites_and_checkpoints(client_for, alice, charlie, suite,
                                                                        checkpoint):
     other = Project.objects.create(name="Other", slug="other")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from common.prompt_files import PromptFileError, parse_prompt_file
+from common.prompt_files import PromptFileError, parse_prompt_file, parse_record
 from webapp.prompts.models import Prompt, PromptSet
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +89,74 @@ def test_a_file_that_is_not_utf8_names_its_line():
 def test_an_unknown_extension_is_refused(api_for, project, alice):
     response = upload(api_for(alice), project, "x", b"problem,answer\na,1\n", "set.xlsx")
     assert response.status_code == 400 and "name it .jsonl or .csv" in response.json()["file"][0]
+
+
+@pytest.mark.parametrize("content, filename, message", [
+    (b'{"problem": "q", "answer": "1", "tags": ["a\\u0000b"]}\n', "set.jsonl",
+     "line 1: tags[0]: contains a NUL character (\\u0000), which cannot be stored"),
+    (b'{"problem": "q", "test_cases": [{"input": "\\u0000", "output": "1"}]}\n', "set.jsonl",
+     "line 1: test_cases[0].input: contains a NUL character (\\u0000), which cannot be stored"),
+    (b'{"problem": "q", "test_cases": [{"input": "1", "output": "1", "weight": NaN}]}\n', "set.jsonl",
+     "line 1: test_cases[0].weight: NaN is not a number JSON allows; give a finite number"),
+    (b'{"problem": "ok", "answer": "1"}\n{"problem": "q", "answer": NaN}\n', "set.jsonl",
+     "line 2: answer: NaN is not a number JSON allows; give a finite number"),
+    (b'{"problem": Infinity, "answer": "1"}\n', "set.jsonl",
+     "line 1: problem: Infinity is not a number JSON allows; give a finite number"),
+    (b'{"problem": "q", "answer": 1e999}\n', "set.jsonl",
+     "line 1: answer: a number too large for a float (it reads as infinity); give a finite number"),
+    (b"problem,answer,tags\nq,1,a\x00b\n", "set.csv",
+     "line 2: tags: contains a NUL character (\\u0000), which cannot be stored"),
+    (b'problem,test_cases\nq,"[{""input"": ""1"", ""output"": NaN}]"\n', "set.csv",
+     "line 2: test_cases[0].output: NaN is not a number JSON allows; give a finite number"),
+])
+def test_nan_infinity_and_nul_characters_are_refused_naming_line_and_field(api_for, project, alice, content,
+                                                                           filename, message):
+    response = upload(api_for(alice), project, "bad set", content, filename)
+    assert response.status_code == 400
+    assert response.json()["file"] == [message]
+    assert not PromptSet.objects.filter(name="bad set").exists()
+
+
+@pytest.mark.parametrize("content, filename, message", [
+    (b'{"problem": "ok", "answer": "1"}\n{"problem": "q", "test_cases": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+     "set.jsonl", "line 2: nested 100001 levels deep; at most 64"),
+    (b'problem,test_cases\nq,"' + b"[" * 5000 + b"]" * 5000 + b'"\n', "set.csv",
+     "line 2: 'test_cases' is nested 5000 levels deep; at most 64"),
+])
+def test_deeply_nested_json_is_refused_naming_the_line(api_for, project, alice, content, filename, message):
+    response = upload(api_for(alice), project, "deep set", content, filename)
+    assert response.status_code == 400
+    assert response.json()["file"] == [message]
+    assert not PromptSet.objects.filter(name="deep set").exists()
+
+
+def test_a_bad_json_tags_cell_names_the_column(api_for, project, alice):
+    response = upload(api_for(alice), project, "csv tags", b'problem,answer,tags\nq,1,"[bad"\n', "set.csv")
+    assert response.status_code == 400
+    assert response.json()["file"] == ["line 2: 'tags' is not valid JSON (Expecting value at column 2)"]
+    assert not PromptSet.objects.filter(name="csv tags").exists()
+
+
+def test_line_breaks_other_than_a_line_feed_stay_inside_their_json_strings(api_for, project, alice):
+    content = '{"problem": "a\u2028b", "answer": "1"}\r\n{"problem": "c\x85d\u2029e", "answer": "2"}\n'.encode()
+    response = upload(api_for(alice), project, "separators", content, "set.jsonl")
+    assert response.status_code == 201, response.json()
+    prompts = Prompt.objects.filter(prompt_set_id=response.json()["id"])
+    assert list(prompts.values_list("problem", "answer")) == [("a\u2028b", "1"), ("c\x85d\u2029e", "2")]
+
+
+def test_a_bad_line_after_a_line_separator_is_named_by_its_own_number(api_for, project, alice):
+    content = '{"problem": "a\u2028b", "answer": "1"}\n{"problem": "no answer"}\n'.encode()
+    response = upload(api_for(alice), project, "separators", content, "set.jsonl")
+    assert response.status_code == 400
+    assert response.json()["file"] == ["line 2: needs an 'answer' or 'test_cases' to verify responses"]
+
+
+@pytest.mark.parametrize("value, reason", [
+    (float("nan"), "answer: NaN (not a number); give a finite number"),
+    (float("inf"), "answer: a number too large for a float (it reads as infinity); give a finite number"),
+])
+def test_a_dataset_rows_nan_or_infinity_is_refused_rather_than_stored_as_text(value, reason):
+    with pytest.raises(PromptFileError) as error:
+        parse_record({"problem": "q", "answer": value}, line=3)
+    assert (error.value.line, error.value.reason) == (3, reason)

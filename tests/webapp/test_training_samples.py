@@ -12,6 +12,14 @@ from workers.rl_job import record_iteration, run_rl_job
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def run(run):
+    """The run as its worker holds it: a worker records only while it holds the run's claim."""
+    RLRun.claim(run.pk, "worker-a")
+    run.refresh_from_db()
+    return run
+
+
 def sample(index: int, response: str = "4", tokens: int = 12, correct: bool = True) -> SampleReport:
     return SampleReport(prompt_id="17", problem="What is 2+2?", sample_index=index, response=response,
                         reward=1.0 if correct else -0.5, correct=correct, response_tokens=tokens, truncated=False,

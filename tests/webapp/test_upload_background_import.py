@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from common.path_rules import PathRefused
-from webapp.jobs import JobStatus
+from webapp.jobs import JobStatus, JobTakenOver
 from webapp.prompts.models import PromptSet, PromptSetImport
 from workers.jobs import execute_job
 from workers.path_checks import check_import_paths
@@ -102,10 +102,91 @@ def test_a_second_attempt_of_an_append_does_not_append_again(api_for, alice, pro
                                    format="multipart")
     job = PromptSetImport.objects.get(pk=response.json()["id"])
     stored = Path(job.upload_file).read_bytes()
+    job.status, job.worker = JobStatus.RUNNING, "stalled-host:1"  # the first claim, which recovery took back
     assert run_import(job.pk).status == JobStatus.SUCCEEDED
-    # a stalled first worker wakes up and runs the append again from the file it had read
+    # the stalled first worker wakes up and runs the append again from the file it had read
     Path(job.upload_file).write_bytes(stored)
     from webapp.prompts.services import import_uploaded_file
 
-    assert import_uploaded_file(job, progress=lambda line: None) == prompt_set
-    assert prompt_set.prompts.count() == 32 and not Path(job.upload_file).exists()
+    with pytest.raises(JobTakenOver):
+        import_uploaded_file(job, progress=lambda line: None)
+    assert prompt_set.prompts.count() == 32
+
+
+def queued_upload(api_for, alice, project) -> PromptSetImport:
+    response = api_for(alice).post("/api/prompt-sets/", {"project": project.pk, "name": "big", "file": jsonl(50)},
+                                   format="multipart")
+    job = PromptSetImport.objects.get(pk=response.json()["id"])
+    assert Path(job.upload_file).exists()
+    return job
+
+
+def test_cancelling_a_queued_upload_deletes_its_stored_file(api_for, client_for, alice, project):
+    job = queued_upload(api_for, alice, project)
+    response = client_for(alice).post(reverse("prompt-set-import-cancel", kwargs={"pk": job.pk}))
+    assert response.status_code == 302
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED and not Path(job.upload_file).exists()
+
+
+def test_an_upload_whose_worker_died_loses_its_file_when_cancelled_or_recovered(api_for, alice, project):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    long_ago = timezone.now() - timedelta(hours=1)
+    for cancel in ("at once", "by the recovery"):
+        job = queued_upload(api_for, alice, project)
+        PromptSetImport.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, worker="dead-host:1",
+                                                         heartbeat_at=long_ago, cancel_requested=cancel != "at once")
+        if cancel == "at once":
+            assert job.request_cancel() == "cancelled"
+        else:
+            assert PromptSetImport.recover_stale(send=pytest.fail) == []
+        job.refresh_from_db()
+        assert job.status == JobStatus.CANCELLED and not Path(job.upload_file).exists(), cancel
+
+
+def test_a_cancel_never_deletes_a_file_outside_the_projects_uploads_folder(api_for, alice, project, tmp_path):
+    job = queued_upload(api_for, alice, project)
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text("{}\n")
+    PromptSetImport.objects.filter(pk=job.pk).update(upload_file=str(elsewhere))
+    job.refresh_from_db()
+    assert job.request_cancel() == "cancelled" and elsewhere.exists()
+
+
+def test_a_running_upload_import_cancelled_while_it_parses_stops_before_writing(api_for, alice, project,
+                                                                                monkeypatch):
+    from webapp.prompts import services
+
+    job = queued_upload(api_for, alice, project)
+    parse = services.parse_prompt_file
+
+    def parse_while_the_user_cancels(content, file_format):
+        assert PromptSetImport.objects.get(pk=job.pk).request_cancel() == "cancel requested"
+        return parse(content, file_format)
+
+    monkeypatch.setattr(services, "parse_prompt_file", parse_while_the_user_cancels)
+    job = run_import(job.pk)
+    assert job.status == JobStatus.CANCELLED and "cancelled by request" in job.log
+    assert not PromptSet.objects.filter(name="big").exists() and not Path(job.upload_file).exists()
+
+
+def test_the_recovery_deletes_old_uploads_that_no_import_reads(api_for, alice, project):
+    import os
+    import time
+
+    from webapp.prompts.services import UNCLAIMED_UPLOAD_GRACE_SECONDS
+    from workers.recovery import remove_stale_uploads
+
+    waiting = Path(queued_upload(api_for, alice, project).upload_file)
+    forgotten = waiting.with_name("0123456789abcdef.jsonl")  # a web process died before queueing its import
+    forgotten.write_text("{}\n")
+    just_written = waiting.with_name("fedcba9876543210.jsonl")  # its request is committing the import right now
+    just_written.write_text("{}\n")
+    old = time.time() - UNCLAIMED_UPLOAD_GRACE_SECONDS - 1
+    for path in (waiting, forgotten):
+        os.utime(path, (old, old))
+    remove_stale_uploads()
+    assert waiting.exists() and just_written.exists() and not forgotten.exists()

@@ -13,6 +13,14 @@ from workers.rl_job import reconcile_checkpoints
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def run(run):
+    """The run as its worker holds it: a worker records only while it holds the run's claim."""
+    RLRun.claim(run.pk, "worker-a")
+    run.refresh_from_db()
+    return run
+
+
 def saved(output_dir, iteration: int) -> None:
     folder = checkpoint_dir(output_dir, iteration)
     folder.mkdir(parents=True)

@@ -59,6 +59,7 @@ def test_checkpoints_queue_evaluations_on_the_run_suite_at_the_cadence(run, suit
     from workers.rl_job import record_checkpoint
 
     RLRun.objects.filter(pk=run.pk).update(evaluation_suite=suite)
+    RLRun.claim(run.pk, "worker-a")  # the worker records checkpoints while it holds the run
     run.refresh_from_db()
     config = parse_config(RLConfig, {"iterations": 6, "evaluate_every_iterations": 4, "checkpoint_every_iterations": 2})
     for iteration in (0, 2, 4, 6):
@@ -80,8 +81,8 @@ def test_the_terminal_status_and_its_log_line_arrive_together(run):
 
 def test_a_progress_line_is_a_heartbeat_and_a_cancel_request_is_seen(run):
     stale = timezone.now() - timedelta(hours=1)
-    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, heartbeat_at=stale)
-    RLRun.log_alive(run.pk, "iteration 3 of 40")
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, worker="worker-a", heartbeat_at=stale)
+    RLRun.log_alive(run.pk, "iteration 3 of 40", "worker-a")
     run.refresh_from_db()
     assert run.log.endswith("iteration 3 of 40\n") and run.heartbeat_at > stale
     assert RLRun.cancel_was_requested(run.pk) is False

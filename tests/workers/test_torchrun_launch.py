@@ -52,6 +52,8 @@ def test_a_two_process_torch_run_writes_its_iteration_and_checkpoint_rows(run, d
 
 def test_a_cancelled_run_stops_its_ranks_before_the_next_iteration(run, data_dirs):
     configure(run, iterations=3)  # the noop-test backend: the plumbing only
+    assert RLRun.claim(run.pk, "worker-a")  # the job function runs under its worker's claim
+    run.refresh_from_db()
     RLRun.objects.filter(pk=run.pk).update(cancel_requested=True)
     with pytest.raises(JobCancelled):
         run_rl_job(run)

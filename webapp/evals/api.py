@@ -22,9 +22,10 @@ from evaluation.suite_config import parse_suite
 from training.config import ROLLOUT_ENGINES
 from webapp.configs import as_validation_error
 from webapp.api_base import (
-    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
-    StrictSerializer, visible_field,
+    CancelMixin, Conflict, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
+    StrictSerializer, UniqueNameInProjectMixin, visible_field,
 )
+from webapp.api_filters import ResponseLengthFilter
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, GraderAudit, SampleResult
 from webapp.evals.services import audit_grader, audit_refusal, disagreeing, launch_audit, launch_evaluation
 from webapp.evals.table_renderers import (
@@ -47,7 +48,7 @@ def patched_benchmarks(stored: list, given: Any) -> Any:
             for entry in given]
 
 
-class BenchmarkSuiteSerializer(ProjectScopedSerializer):
+class BenchmarkSuiteSerializer(UniqueNameInProjectMixin, ProjectScopedSerializer):
     benchmarks = serializers.JSONField(help_text="Ordered list of {benchmark, samples_per_problem, max_tokens, "
                                                  "temperature, top_p, limit, extraction_policy, grader_mode, "
                                                  "judge_model, judge_max_tokens}. In a PATCH, an entry keeps the "
@@ -107,6 +108,9 @@ class BenchmarkSuiteViewSet(ScopedViewSet):
         super().perform_update(serializer)
 
 
+MODEL_MAX_LENGTH = EvalRun._meta.get_field("model").max_length  # of the model as stored: a path resolved
+
+
 def checkpoint_or_model_error(checkpoint, model: str) -> str | None:
     """An evaluation names exactly one of a checkpoint and a model (shared by this API and the page form)."""
     if checkpoint is None and not model:
@@ -116,8 +120,9 @@ def checkpoint_or_model_error(checkpoint, model: str) -> str | None:
     return None
 
 
-class EvalRunSerializer(ProjectScopedSerializer):
+class EvalRunSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
     same_project_fields = ("suite", "checkpoint")
+    job_noun = "evaluation"
     suite = visible_field(BenchmarkSuite)
     checkpoint = visible_field(Checkpoint, required=False, allow_null=True)
     rollout_engine = serializers.ChoiceField(choices=ROLLOUT_ENGINES, default="torch")
@@ -134,12 +139,10 @@ class EvalRunSerializer(ProjectScopedSerializer):
         model = attrs.get("model", getattr(self.instance, "model", ""))
         if error := checkpoint_or_model_error(checkpoint, model):
             raise serializers.ValidationError({"checkpoint": error})
-        if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"project"}:
-            raise serializers.ValidationError({"status": "an evaluation can change only while queued"})
         if attrs.get("model"):
             project = attrs.get("project") or self.instance.project
             try:
-                attrs["model"] = checked_model(project.pk, attrs["model"])
+                attrs["model"] = checked_model(project.pk, attrs["model"], max_length=MODEL_MAX_LENGTH)
             except PathRefused as refused:
                 raise serializers.ValidationError({refused.field: [refused.reason]}) from None
         return attrs

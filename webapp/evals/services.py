@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Avg, Count, F, Q, QuerySet
 
 from common.knobs import ConfigError, config_to_dict, parse_config
@@ -15,10 +15,9 @@ from webapp.celery import enqueue_job
 
 
 def launch_evaluation(**fields) -> EvalRun:
-    """Create a queued evaluation and send it to the gpu queue after commit."""
-    eval_run = EvalRun.objects.create(**fields)
-    transaction.on_commit(lambda: enqueue_job("eval_run", eval_run.pk))
-    return eval_run
+    """Create a queued evaluation and send it to the gpu queue after commit (a broker that is down leaves it
+    queued: the workers' recovery sends it)."""
+    return EvalRun.create_queued(partial(enqueue_job, "eval_run"), **fields)
 
 
 def audit_grader(grader: Any) -> dict:
@@ -42,9 +41,8 @@ def launch_audit(eval_run: EvalRun, grader: dict, owner=None) -> GraderAudit:
     to the gpu queue after commit."""
     if reason := audit_refusal(eval_run):
         raise ValueError(reason)
-    audit = GraderAudit.objects.create(eval_run=eval_run, grader=grader, owner=owner)
-    transaction.on_commit(lambda: enqueue_job("grader_audit", audit.pk))
-    return audit
+    return GraderAudit.create_queued(partial(enqueue_job, "grader_audit"), eval_run=eval_run, grader=grader,
+                                     owner=owner)
 
 
 def disagreeing(samples: QuerySet) -> QuerySet:

@@ -7,7 +7,8 @@ from rest_framework import serializers
 
 from training.config import LONG2SHORT_CONFIGS
 from webapp.api_base import (
-    CancelMixin, ProjectScopedSerializer, ReadOnlyScopedViewSet, ScopedViewSet, patched_settings, visible_field,
+    CancelMixin, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
+    patched_settings, visible_field,
 )
 from webapp.api_schema import cancel_schema
 from webapp.configs import resolve_config
@@ -18,8 +19,17 @@ from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
 
 
-class Long2ShortVariantSerializer(ProjectScopedSerializer):
+def parent_checkpoint_error(parent_run: RLRun | None, parent_checkpoint: Checkpoint | None) -> str | None:
+    """A parent checkpoint given with a parent run must be one of that run's (shared with the launch form)."""
+    if parent_run is not None and parent_checkpoint is not None and parent_checkpoint.run_id != parent_run.pk:
+        return f"Checkpoint {parent_checkpoint.pk} is not one of run {parent_run.name}'s."
+    return None
+
+
+class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
     same_project_fields = ("parent_run", "parent_checkpoint", "evaluation_suite")
+    editable_in_any_state = ("name",)
+    job_noun = "variant"
     parent_run = visible_field(RLRun, required=False, allow_null=True)
     parent_checkpoint = visible_field(Checkpoint, required=False, allow_null=True)
     evaluation_suite = visible_field(BenchmarkSuite, required=False, allow_null=True)
@@ -37,9 +47,10 @@ class Long2ShortVariantSerializer(ProjectScopedSerializer):
         current = lambda name, default=None: attrs.get(name, getattr(self.instance, name, default))  # noqa: E731
         if current("parent_run") is None and current("parent_checkpoint") is None:
             raise serializers.ValidationError({"parent_run": "give a parent run or a parent checkpoint"})
-        if self.instance is not None and self.instance.status != "queued" and attrs.keys() - {"name"}:
-            raise serializers.ValidationError({"status": "a variant can change only while queued"})
-        attrs["parameters"] = self.resolved_parameters(attrs, current("method"), current("project"))
+        if error := parent_checkpoint_error(current("parent_run"), current("parent_checkpoint")):
+            raise serializers.ValidationError({"parent_checkpoint": error})
+        if self.instance is None or attrs.keys() & {"method", "parameters"}:
+            attrs["parameters"] = self.resolved_parameters(attrs, current("method"), current("project"))
         return attrs
 
     def resolved_parameters(self, attrs, method: str, project) -> dict:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
-
-from django.db import transaction
 
 from webapp.long2short.models import Long2ShortVariant
 from webapp.long2short.parents import id_list, merge_sources_error
@@ -30,7 +29,6 @@ def variant_parameter_errors(project, method: str, parameters: Mapping[str, Any]
 
 
 def launch_variant(**fields) -> Long2ShortVariant:
-    """Create a queued variant and send it to the gpu queue after commit."""
-    variant = Long2ShortVariant.objects.create(**fields)
-    transaction.on_commit(lambda: enqueue_job("long2short", variant.pk))
-    return variant
+    """Create a queued variant and send it to the gpu queue after commit (a broker that is down leaves it queued:
+    the workers' recovery sends it)."""
+    return Long2ShortVariant.create_queued(partial(enqueue_job, "long2short"), **fields)

@@ -14,9 +14,10 @@ from common.knobs import ConfigError, config_to_dict
 from common.path_rules import PathRefused
 from evaluation.suite_config import BENCHMARKS, LM_EVAL_PREFIX, BenchmarkSettings, parse_suite
 from training.config import ROLLOUT_ENGINES
-from webapp.evals.api import checkpoint_or_model_error
+from training.config.limits import MAX_SEED
+from webapp.evals.api import MODEL_MAX_LENGTH, checkpoint_or_model_error
 from webapp.evals.models import BenchmarkSuite
-from webapp.pages.forms import KnobFormMixin
+from webapp.pages.forms import KnobFormMixin, StrictFormMixin
 from webapp.path_policy import checked_model, suite_judge_changes
 from webapp.runs.models import Checkpoint
 
@@ -110,7 +111,7 @@ class CheckpointChoiceField(forms.ModelChoiceField):
         return f"{checkpoint} (#{checkpoint.pk})"
 
 
-class EvaluationLaunchForm(forms.Form):
+class EvaluationLaunchForm(StrictFormMixin, forms.Form):
     """A checkpoint of the project's runs and variants, or a model by name or path, evaluated on a suite."""
 
     suite = forms.ModelChoiceField(queryset=BenchmarkSuite.objects.none(), help_text="The benchmarks to run.")
@@ -119,13 +120,13 @@ class EvaluationLaunchForm(forms.Form):
         help_text="A checkpoint of one of the project's runs or long2short variants.",
     )
     model = forms.CharField(
-        max_length=300, required=False, widget=forms.TextInput(attrs={"placeholder": "tiny"}),
+        max_length=MODEL_MAX_LENGTH, required=False, widget=forms.TextInput(attrs={"placeholder": "tiny"}),
         help_text="Instead of a checkpoint: the built-in 'tiny' preset, a hub id, or the absolute path of a Hugging "
                   "Face directory in the project's own checkpoint folders or under the shared model roots.",
     )
     rollout_engine = forms.ChoiceField(choices=[(name, name) for name in ROLLOUT_ENGINES], initial="torch",
                                        help_text="torch (Hugging Face generate) or vllm.")
-    seed = forms.IntegerField(min_value=0, initial=0, help_text="Random seed of sampling.")
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0, help_text="Random seed of sampling.")
 
     def __init__(self, *args: Any, project, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -136,6 +137,7 @@ class EvaluationLaunchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        self.refuse_unknown_input()
         if "checkpoint" in cleaned and "model" in cleaned:
             cleaned["model"] = cleaned["model"].strip()
             error = checkpoint_or_model_error(cleaned["checkpoint"], cleaned["model"])
@@ -149,6 +151,6 @@ class EvaluationLaunchForm(forms.Form):
     def check_model_path(self, cleaned: dict[str, Any]) -> None:
         """The model by the path rule, as the API checks it (a path kept resolved)."""
         try:
-            cleaned["model"] = checked_model(self.project.pk, cleaned["model"])
+            cleaned["model"] = checked_model(self.project.pk, cleaned["model"], max_length=MODEL_MAX_LENGTH)
         except PathRefused as refused:
             self.add_error("model", refused.reason)

@@ -82,7 +82,20 @@ def knob_form_field(knob: dict[str, Any]) -> forms.Field:
     return forms.CharField(required=required, **common)
 
 
-class KnobFormMixin:
+class StrictFormMixin:
+    """refuse_unknown_input(), called from clean(): a posted field the form does not have is an error above the
+    form, never silently dropped."""
+
+    def refuse_unknown_input(self) -> None:
+        own = f"{self.prefix}-" if self.prefix else ""
+        expected = {self.add_prefix(name) for name in self.fields} | {"csrfmiddlewaretoken"}
+        unknown = sorted(key for key in self.data if key.startswith(own) and key not in expected)
+        if unknown:
+            names = ", ".join(key.removeprefix(own) for key in unknown)
+            self.add_error(None, f"unknown field(s) {names}; this form takes: {', '.join(self.fields)}")
+
+
+class KnobFormMixin(StrictFormMixin):
     """Adds one field per knob of `config_class`; after is_valid(), `self.config` is the parsed config."""
 
     config_class: type
@@ -117,14 +130,6 @@ class KnobFormMixin:
             return
         if len(values) == len(self.knobs):
             self.config = config
-
-    def refuse_unknown_input(self) -> None:
-        own = f"{self.prefix}-" if self.prefix else ""
-        expected = {self.add_prefix(name) for name in self.fields} | {"csrfmiddlewaretoken"}
-        unknown = sorted(key for key in self.data if key.startswith(own) and key not in expected)
-        if unknown:
-            names = ", ".join(key.removeprefix(own) for key in unknown)
-            self.add_error(None, f"unknown field(s) {names}; this form takes: {', '.join(self.fields)}")
 
     def knob_fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(group title, bound fields): the groups of knob_group_order first, then as they appear among the knobs."""

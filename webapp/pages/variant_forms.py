@@ -9,6 +9,7 @@ from django import forms
 from common.knobs import config_to_dict
 from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import BenchmarkSuite
+from webapp.long2short.api import parent_checkpoint_error
 from webapp.long2short.models import Long2ShortMethod
 from webapp.long2short.services import variant_parameter_errors
 from webapp.pages.forms import KnobFormMixin
@@ -63,8 +64,8 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
         if run is None and checkpoint is None and not self.has_error("parent_run") \
                 and not self.has_error("parent_checkpoint"):
             self.add_error("parent_run", "Choose a parent run or a parent checkpoint.")
-        if run is not None and checkpoint is not None and checkpoint.run_id != run.pk:
-            self.add_error("parent_checkpoint", f"Checkpoint {checkpoint.pk} is not one of run {run.name}'s.")
+        if error := parent_checkpoint_error(run, checkpoint):
+            self.add_error("parent_checkpoint", error)
         self.parse_knobs()
         if self.config is not None:
             self.check_method_settings()

@@ -64,5 +64,6 @@ class ProjectViewSet(ScopedViewSet):
         serializer = AddMemberSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         project.add_member(serializer.validated_data["username"], role=serializer.validated_data["role"])
+        project = self.get_object()  # again: the memberships prefetched with it are those before the change
         return Response(ProjectSerializer(project, context=self.get_serializer_context()).data,
                         status=status.HTTP_200_OK)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-import django_filters
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -17,18 +16,21 @@ from common.knobs import describe_knobs
 from common.path_rules import PathRefused
 from evaluation.datasets.prompt_import import PromptImportConfig
 from webapp.api_base import (
-    ProjectScopedSerializer, ScopedViewSet, StrictModelSerializer, StrictSerializer, visible_field,
+    ProjectScopedSerializer, ScopedViewSet, StrictModelSerializer, StrictSerializer, UniqueNameInProjectMixin,
+    visible_field,
 )
+from webapp.api_filters import VisibleFilterSet
 from webapp.configs import resolve_config
 from webapp.path_policy import checked_dataset_id
 from common.prompt_files import PromptFileError, guess_format, parse_prompt_file
+from common.test_cases import normalise_test_cases
 from webapp.projects.models import Project
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
 from webapp.limits import upload_size_error
 from webapp.parsers import StrictJSONParser
 from webapp.prompts.services import (
-    PromptLimitError, add_prompt, add_prompts, create_prompt_set, imports_in_request, launch_prompt_import,
-    prompt_set_name_error, queue_upload_import,
+    PromptLimitError, add_prompt, add_prompts, checked_prompt_fields, create_prompt_set, imports_in_request,
+    launch_prompt_import, prompt_set_name_error, queue_upload_import,
 )
 from webapp.runs.api import JOB_FIELDS
 
@@ -64,15 +66,27 @@ def read_prompt_upload(upload, file_format: str | None):
         raise serializers.ValidationError({"file": [str(error)]}) from None
 
 
-class PromptSetSerializer(ProjectScopedSerializer):
+class PromptSetSerializer(UniqueNameInProjectMixin, ProjectScopedSerializer):
     prompt_count = serializers.IntegerField(read_only=True, source="prompts.count")
-    file = serializers.FileField(write_only=True, required=False, help_text="JSONL or CSV of prompts.")
+    file = serializers.FileField(write_only=True, required=False, help_text="JSONL or CSV of prompts (on create; "
+                                                                            "later files go to upload/).")
     format = serializers.ChoiceField(choices=("jsonl", "csv"), write_only=True, required=False,
                                      help_text="File format; guessed from the name when omitted.")
 
     class Meta:
         model = PromptSet
         fields = ("id", "project", "name", "description", "source", "created_at", "prompt_count", "file", "format")
+
+    def validate(self, attrs):
+        if self.instance is not None and (given := sorted({"file", "format"} & attrs.keys())):
+            raise serializers.ValidationError({name: [
+                f"a set's prompts are added by POST /api/prompt-sets/{self.instance.pk}/upload/; PUT and PATCH "
+                "change its name, description and source"] for name in given})
+        return super().validate(attrs)
+
+    def name_error(self, project, name: str) -> str | None:
+        """Another set of the project, or a queued or running import, has the name (as the 202 upload checks)."""
+        return prompt_set_name_error(project, name, renamed=self.instance)
 
     def create(self, validated_data):
         upload = validated_data.pop("file", None)
@@ -83,10 +97,6 @@ class PromptSetSerializer(ProjectScopedSerializer):
             return create_prompt_set(prompts=parsed, user=self.context["request"].user, source=source,
                                      **validated_data)
 
-    def update(self, instance, validated_data):
-        validated_data.pop("file", None)
-        validated_data.pop("format", None)
-        return super().update(instance, validated_data)
 
 
 class UploadSerializer(StrictSerializer):
@@ -146,8 +156,6 @@ class PromptSetViewSet(ScopedViewSet):
             self.perform_create(serializer)
             return Response(serializer.data, status=status.HTTP_201_CREATED)
         file_format = checked_upload_format(upload, data.get("format"))
-        if error := prompt_set_name_error(data["project"], data["name"]):
-            raise serializers.ValidationError({"name": [error]})
         job = queue_upload_import(data["project"], request.user, upload, file_format, data["name"],
                                   data.get("description", ""))
         return Response(PromptSetImportSerializer(job).data, status=status.HTTP_202_ACCEPTED)
@@ -208,21 +216,32 @@ class PromptSerializer(StrictModelSerializer):
             raise serializers.ValidationError("must be a list of strings")
         return value
 
+    def validate_test_cases(self, value):
+        """Checked as an uploaded file's are (common.test_cases) and stored as given; null for none."""
+        if value is not None:
+            try:
+                normalise_test_cases(value)
+            except ValueError as error:
+                raise serializers.ValidationError(str(error)) from None
+        return value
+
     def validate(self, attrs):
+        """On create and on edit: the image by the path rule, the problem and answer within MAX_PROMPT_CHARS."""
         if self.instance is not None and "prompt_set" in attrs and attrs["prompt_set"] != self.instance.prompt_set:
             raise serializers.ValidationError({"prompt_set": "a prompt cannot move to another set"})
         answer = attrs.get("answer", getattr(self.instance, "answer", ""))
         tests = attrs.get("test_cases", getattr(self.instance, "test_cases", None))
         if not answer and tests is None:
             raise serializers.ValidationError({"answer": "give an answer or test_cases to verify responses"})
-        return attrs
+        with refused_as_field_errors():
+            return checked_prompt_fields(attrs)
 
     def create(self, validated_data):
         with refused_as_field_errors():
             return add_prompt(**validated_data)
 
 
-class PromptFilter(django_filters.FilterSet):
+class PromptFilter(VisibleFilterSet):
     class Meta:
         model = Prompt
         fields = ("prompt_set", "difficulty", "domain")

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from common.path_rules import is_within
 from webapp.jobs import Job
 from webapp.projects.models import Project, ProjectScopedQuerySet
+
+
+def uploads_folder(project_id: int) -> Path:
+    """Where the web server stores a project's large uploads until a worker has imported them."""
+    return Path(settings.UPLOADS_DIR) / f"project-{project_id}"
 
 
 class PromptSet(models.Model):
@@ -81,6 +90,12 @@ class PromptSetImport(Job):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def discard_inputs(self) -> None:
+        """The stored upload is deleted (only from the project's uploads folder, where the web server put it)."""
+        if self.upload_file and is_within(os.path.realpath(self.upload_file),
+                                          os.path.realpath(uploads_folder(self.project_id))):
+            Path(self.upload_file).unlink(missing_ok=True)
 
     def __str__(self) -> str:
         if self.upload_file:

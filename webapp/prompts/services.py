@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from functools import partial
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -13,9 +15,14 @@ from django.db.models import Max
 from common.path_rules import PathRefused
 from common.prompt_files import ParsedPrompt, parse_prompt_file
 from webapp.celery import enqueue_job
+from webapp.jobs import JobStatus, JobTakenOver
 from webapp.limits import megabytes
 from webapp.path_policy import checked_image
-from webapp.prompts.models import Prompt, PromptSet, PromptSetImport
+from webapp.prompts.models import Prompt, PromptSet, PromptSetImport, uploads_folder
+
+# A stored upload that no queued or running import reads is deleted by the workers' recovery this long after it
+# was written (an import cancelled or failed before it deleted it, a web process killed before it queued it).
+UNCLAIMED_UPLOAD_GRACE_SECONDS = 3600
 
 
 class PromptLimitError(ValueError):
@@ -30,9 +37,20 @@ class PromptLimitError(ValueError):
 def check_prompt_limits(existing: int, prompts: list[ParsedPrompt], field: str = "file") -> None:
     """Raise PromptLimitError when the set would hold more than MAX_PROMPTS_PER_SET prompts or a prompt's
     problem or answer is longer than MAX_PROMPT_CHARS (naming its line)."""
-    if existing + len(prompts) > settings.MAX_PROMPTS_PER_SET:
-        raise PromptLimitError(field, f"the set would hold {existing + len(prompts)} prompts; a set holds at most "
+    check_set_size(existing + len(prompts), field)
+    check_prompt_lengths(prompts, field)
+
+
+def check_set_size(total: int, field: str = "file") -> None:
+    """PromptLimitError when a set would hold `total` prompts, more than MAX_PROMPTS_PER_SET."""
+    if total > settings.MAX_PROMPTS_PER_SET:
+        raise PromptLimitError(field, f"the set would hold {total} prompts; a set holds at most "
                                       f"{settings.MAX_PROMPTS_PER_SET} (MIRRORLAB_MAX_PROMPTS_PER_SET)")
+
+
+def check_prompt_lengths(prompts: list[ParsedPrompt], field: str = "file") -> None:
+    """PromptLimitError when a prompt's problem or answer is longer than MAX_PROMPT_CHARS (naming its line in a
+    file, else the field)."""
     limit = settings.MAX_PROMPT_CHARS
     for item in prompts:
         for name in ("problem", "answer"):
@@ -77,14 +95,24 @@ def allowed_image(item: ParsedPrompt, field: str = "file") -> str:
         raise PromptLimitError(field, f"{where}image: {refused.reason}") from None
 
 
-def add_prompt(prompt_set: PromptSet, **fields) -> Prompt:
-    """One prompt appended at the set's end (the API's single-prompt create), in turn with other appends."""
-    single = ParsedPrompt(line=1, problem=fields.get("problem", ""), answer=fields.get("answer", ""))
+def checked_prompt_fields(fields: dict) -> dict:
+    """One prompt's fields as the API writes them (a new prompt, or an edit's changes), checked as a file's lines
+    are: the image by the path rule (stored resolved), the problem and answer within MAX_PROMPT_CHARS;
+    PromptLimitError naming the field."""
     if fields.get("image"):
-        fields["image"] = allowed_image(ParsedPrompt(line=1, problem="", image=fields["image"]), field="image")
+        fields = {**fields, "image": allowed_image(ParsedPrompt(line=1, problem="", image=fields["image"]),
+                                                   field="image")}
+    check_prompt_lengths([ParsedPrompt(line=1, problem=fields.get("problem", ""), answer=fields.get("answer", ""))],
+                         field="problem")
+    return fields
+
+
+def add_prompt(prompt_set: PromptSet, **fields) -> Prompt:
+    """One prompt (its fields from checked_prompt_fields) appended at the set's end, in turn with other appends;
+    PromptLimitError when the set is full."""
     with transaction.atomic():
         position = _lock_for_append(prompt_set)
-        check_prompt_limits(prompt_set.prompts.count(), [single], field="problem")
+        check_set_size(prompt_set.prompts.count() + 1, field="prompt_set")
         return Prompt.objects.create(prompt_set=prompt_set, position=position, **fields)
 
 
@@ -122,9 +150,12 @@ def pending_import_names(project) -> set[str]:
     return set(pending.values_list("name", flat=True))
 
 
-def prompt_set_name_error(project, name: str) -> str | None:
-    """Why `name` cannot name a new prompt set of the project, or None."""
-    if PromptSet.objects.filter(project=project, name=name).exists():
+def prompt_set_name_error(project, name: str, renamed: PromptSet | None = None) -> str | None:
+    """Why `name` cannot name a new prompt set of the project (or the set `renamed`), or None."""
+    others = PromptSet.objects.filter(project=project, name=name)
+    if renamed is not None:
+        others = others.exclude(pk=renamed.pk)
+    if others.exists():
         return f"This project already has a prompt set named {name!r}."
     if name in pending_import_names(project):
         return f"An import into a prompt set named {name!r} is already under way in this project."
@@ -132,10 +163,9 @@ def prompt_set_name_error(project, name: str) -> str | None:
 
 
 def launch_prompt_import(**fields) -> PromptSetImport:
-    """Create a queued import (config: a resolved PromptImportConfig) and send it to the cpu queue after commit."""
-    job = PromptSetImport.objects.create(**fields)
-    transaction.on_commit(lambda: enqueue_job("prompt_import", job.pk))
-    return job
+    """Create a queued import (config: a resolved PromptImportConfig) and send it to the cpu queue after commit (a
+    broker that is down leaves it queued: the workers' recovery sends it)."""
+    return PromptSetImport.create_queued(partial(enqueue_job, "prompt_import"), **fields)
 
 
 def imports_in_request(upload) -> bool:
@@ -147,7 +177,7 @@ def queue_upload_import(project, owner, upload, file_format: str, name: str, des
                         append_to: PromptSet | None = None) -> PromptSetImport:
     """Store a large uploaded file in the project's uploads folder and queue its import by a cpu worker: a new
     set named `name`, or the prompts appended to `append_to`."""
-    folder = Path(settings.UPLOADS_DIR) / f"project-{project.pk}"
+    folder = uploads_folder(project.pk)
     folder.mkdir(parents=True, exist_ok=True)
     stored = folder / f"{uuid.uuid4().hex}.{file_format}"
     with open(stored, "wb") as out:
@@ -162,30 +192,67 @@ def queue_upload_import(project, owner, upload, file_format: str, name: str, des
         raise
 
 
-def import_uploaded_file(job: PromptSetImport, progress) -> PromptSet:
+def import_uploaded_file(job: PromptSetImport, progress: Callable[[str], None]) -> PromptSet:
     """Worker side of a large upload: parse the stored file (all lines or none), create the set or append to
-    it, link it to the job and delete the file. `progress(line)` reports each phase."""
+    it, link it to the job and delete the file. `progress(line)` reports each phase and may raise to stop the
+    job before the next one (a cancel: the file is deleted too).
+
+    The file is parsed whole and written in one transaction, so a cancel is seen before parsing and between
+    parsing and writing, not inside either. A worker that lost the job (JobTakenOver) leaves the file to the
+    worker that holds the job now.
+    """
     path = Path(job.upload_file)
-    progress(f"parsing {job.config.get('file_name', path.name)} ({megabytes(path.stat().st_size)})")
     try:
-        prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
-        progress(f"{len(prompts)} prompts valid; writing them")
-        if job.append_to_id is None:
-            return complete_prompt_import(job, prompts, job.config.get("file_name", ""))
-        with transaction.atomic():
-            locked = PromptSetImport.objects.select_for_update().get(pk=job.pk)
-            if locked.prompt_set_id is not None:  # another attempt of this job appended it already
-                return locked.prompt_set
-            add_prompts(job.append_to, prompts)
-            PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=job.append_to)
-            return job.append_to
-    finally:  # the job ends here (imported, or refused for good): the stored file is not kept
+        prompt_set = _import_stored_file(job, path, progress)
+    except JobTakenOver:
+        raise
+    except BaseException:  # refused for good, cancelled or failed: the job ends here and its file is not kept
         path.unlink(missing_ok=True)
+        raise
+    path.unlink(missing_ok=True)
+    return prompt_set
+
+
+def _import_stored_file(job: PromptSetImport, path: Path, progress: Callable[[str], None]) -> PromptSet:
+    progress(f"parsing {job.config.get('file_name', path.name)} ({megabytes(path.stat().st_size)})")
+    prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
+    progress(f"{len(prompts)} prompts valid; writing them")
+    if job.append_to_id is None:
+        return complete_prompt_import(job, prompts, job.config.get("file_name", ""))
+    with job.holding_claim():  # the job's row is locked: attempts of this job take turns
+        done = PromptSetImport.objects.filter(pk=job.pk).values_list("prompt_set_id", flat=True).get()
+        if done is not None:  # another attempt of this job appended it already
+            return PromptSet.objects.get(pk=done)
+        add_prompts(job.append_to, prompts)
+        PromptSetImport.objects.filter(pk=job.pk).update(prompt_set=job.append_to)
+    return job.append_to
+
+
+def remove_unclaimed_uploads() -> list[Path]:
+    """Delete the stored uploads that no queued or running import will read, written more than
+    UNCLAIMED_UPLOAD_GRACE_SECONDS ago; returns them."""
+    root = Path(settings.UPLOADS_DIR)
+    if not root.is_dir():
+        return []
+    pending = PromptSetImport.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).exclude(upload_file="")
+    wanted = {Path(stored).name for stored in pending.values_list("upload_file", flat=True)}  # uuid names
+    written_before = time.time() - UNCLAIMED_UPLOAD_GRACE_SECONDS
+    removed = []
+    for path in root.glob("project-*/*"):
+        try:
+            unclaimed = path.name not in wanted and path.is_file() and path.stat().st_mtime < written_before
+        except FileNotFoundError:  # deleted meanwhile by the import that ended
+            continue
+        if unclaimed:
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def complete_prompt_import(job: PromptSetImport, prompts: list[ParsedPrompt], source: str) -> PromptSet:
-    """Create the import's prompt set with every prompt and link it to the job, in one transaction."""
-    with transaction.atomic():
+    """Create the import's prompt set with every prompt and link it to the job, in one transaction that holds
+    the job's claim (JobTakenOver, nothing created, when the worker lost it)."""
+    with job.holding_claim():
         if PromptSet.objects.filter(project=job.project_id, name=job.name).exists():
             raise ValueError(f"name: the project already has a prompt set named {job.name!r}; nothing was imported")
         prompt_set = PromptSet.objects.create(project_id=job.project_id, name=job.name, description=job.description,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import django_filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -11,13 +10,13 @@ from rest_framework.response import Response
 from common.path_rules import PathRefused
 from training.config import RLConfig
 from webapp.api_base import (
-    CancelMixin, Conflict, ProjectScopedSerializer, ReadOnlyScopedViewSet, ResponseLengthFilter, ScopedViewSet,
+    CancelMixin, Conflict, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
     patched_settings, visible_field,
 )
+from webapp.api_filters import IntegerFilter, ResponseLengthFilter, VisibleFilterSet
 from webapp.api_schema import cancel_schema, error, updates_refused, with_outcome
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
-from webapp.jobs import JobStatus
 from webapp.prompts.models import PromptSet
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from webapp.path_policy import model_knob_changes
@@ -27,8 +26,10 @@ JOB_FIELDS = ("status", "progress", "cancel_requested", "worker", "error", "trac
               "created_at", "started_at", "finished_at")
 
 
-class RLRunSerializer(ProjectScopedSerializer):
+class RLRunSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
     same_project_fields = ("prompt_set", "evaluation_suite")
+    editable_in_any_state = ("name", "description")
+    job_noun = "run"
     prompt_set = visible_field(PromptSet)
     evaluation_suite = visible_field(BenchmarkSuite, required=False, allow_null=True)
     config = serializers.JSONField(required=False, help_text="RL knobs; omitted ones take their defaults (in a "
@@ -48,14 +49,11 @@ class RLRunSerializer(ProjectScopedSerializer):
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
-        frozen = {"config", "prompt_set", "evaluation_suite"} & attrs.keys()
-        if self.instance is not None and frozen and self.instance.status != JobStatus.QUEUED:
-            raise serializers.ValidationError({name: "can change only while the run is queued" for name in frozen})
         if self.instance is None:
             attrs.setdefault("config", resolve_config(RLConfig, {}))
         if "config" in attrs:
             attrs["config"] = self.checked_model_paths(attrs)
-        if self.instance is None or frozen:
+        if self.instance is None or self.frozen_fields(attrs):
             self.check_launch_settings(attrs)
         return attrs
 
@@ -82,11 +80,11 @@ class RLRunSerializer(ProjectScopedSerializer):
 
     def update(self, instance, validated_data):
         if "config" in validated_data:
-            instance.total_iterations = validated_data["config"]["iterations"]
+            validated_data = {**validated_data, "total_iterations": validated_data["config"]["iterations"]}
         return super().update(instance, validated_data)
 
 
-class RLRunFilter(django_filters.FilterSet):
+class RLRunFilter(VisibleFilterSet):
     class Meta:
         model = RLRun
         fields = ("project", "status", "prompt_set")
@@ -119,9 +117,9 @@ class IterationMetricSerializer(serializers.ModelSerializer):
                   "loss", "kl", "tokens_generated", "tokens_reused", "seconds", "extra", "created_at")
 
 
-class IterationMetricFilter(django_filters.FilterSet):
-    iteration_min = django_filters.NumberFilter(field_name="iteration", lookup_expr="gte")
-    iteration_max = django_filters.NumberFilter(field_name="iteration", lookup_expr="lte")
+class IterationMetricFilter(VisibleFilterSet):
+    iteration_min = IntegerFilter(field_name="iteration", lookup_expr="gte")
+    iteration_max = IntegerFilter(field_name="iteration", lookup_expr="lte")
 
     class Meta:
         model = IterationMetric

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any, Mapping
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from common.path_rules import PathRefused
 from training.context_window import launch_context_errors
@@ -50,11 +52,10 @@ def run_context_errors(prompt_set, config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def launch_run(**fields) -> RLRun:
-    """Create a queued run from a validated config and send it to the gpu queue after commit."""
+    """Create a queued run from a validated config and send it to the gpu queue after commit (a broker that is
+    down leaves it queued: the workers' recovery sends it)."""
     config = fields["config"]
-    run = RLRun.objects.create(total_iterations=config["iterations"], **fields)
-    transaction.on_commit(lambda: enqueue_job("rl_run", run.pk))
-    return run
+    return RLRun.create_queued(partial(enqueue_job, "rl_run"), total_iterations=config["iterations"], **fields)
 
 
 def resume_run(run: RLRun, user) -> bool:
@@ -65,11 +66,11 @@ def resume_run(run: RLRun, user) -> bool:
     with transaction.atomic():
         resumed = RLRun.objects.filter(pk=run.pk, status__in=RESUMABLE_STATUSES).update(
             status=JobStatus.QUEUED, cancel_requested=False, error="", traceback="", finished_at=None,
-            heartbeat_at=None, worker="")
+            heartbeat_at=None, worker="", unsent_since=timezone.now())
         if resumed:
             earlier = f" (was {run.status}{': ' + run.error if run.error else ''})"
             RLRun.append_log(run.pk, f"resumed by {user}{earlier}")
-            transaction.on_commit(lambda: enqueue_job("rl_run", run.pk))
+            RLRun.send_after_commit(run.pk, partial(enqueue_job, "rl_run"))
     run.refresh_from_db()
     return resumed == 1
 
