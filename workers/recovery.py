@@ -21,26 +21,23 @@ from workers.jobs import JOB_MODELS, job_model
 logger = logging.getLogger(__name__)
 
 
+def _each_kind(recover: str, message: str) -> list[tuple[str, int]]:
+    """Job.<recover>(send=...) over every job kind; the (kind, id) pairs it sent, logged with message."""
+    sent = [(kind, pk) for kind in JOB_MODELS
+            for pk in getattr(job_model(kind), recover)(send=lambda pk, kind=kind: enqueue_job(kind, pk))]
+    if sent:
+        logger.warning("%s: %s", message, sent)
+    return sent
+
+
 def requeue_abandoned_jobs() -> list[tuple[str, int]]:
     """One recovery pass over every job kind; returns the (kind, id) pairs whose tasks were sent again."""
-    requeued = []
-    for kind in JOB_MODELS:
-        for pk in job_model(kind).recover_stale(send=lambda pk, kind=kind: enqueue_job(kind, pk)):
-            requeued.append((kind, pk))
-    if requeued:
-        logger.warning("re-queued abandoned jobs: %s", requeued)
-    return requeued
+    return _each_kind("recover_stale", "re-queued abandoned jobs")
 
 
 def send_unsent_jobs() -> list[tuple[str, int]]:
     """Send the task of every queued job that never reached the broker; returns the (kind, id) pairs sent."""
-    sent = []
-    for kind in JOB_MODELS:
-        for pk in job_model(kind).recover_unsent(send=lambda pk, kind=kind: enqueue_job(kind, pk)):
-            sent.append((kind, pk))
-    if sent:
-        logger.warning("sent the tasks of queued jobs that had not reached the broker: %s", sent)
-    return sent
+    return _each_kind("recover_unsent", "sent the tasks of queued jobs that had not reached the broker")
 
 
 def remove_stale_uploads() -> None:
