@@ -27,7 +27,9 @@ from webapp.api_base import (
 )
 from webapp.api_filters import ResponseLengthFilter
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, GraderAudit, SampleResult
-from webapp.evals.services import audit_grader, audit_refusal, disagreeing, launch_audit, launch_evaluation
+from webapp.evals.services import (
+    audit_grader, audit_refusal, disagreeing, launch_audit, launch_evaluation, length_curves,
+)
 from webapp.evals.table_renderers import (
     TABLE_FORMATS, TableCSVRenderer, TableJSONRenderer, TableLatexRenderer, TableMarkdownRenderer, TableRendererMixin,
     TableTextRenderer,
@@ -183,6 +185,32 @@ class AuditRequestSerializer(StrictSerializer):
         return grader
 
 
+class LengthCurveQuerySerializer(serializers.Serializer):
+    """Which benchmark's samples to bin, and how wide a bin is."""
+
+    benchmark = serializers.CharField(required=False, max_length=200,
+                                      help_text="Only this benchmark of the evaluation (default: every one).")
+    bin_tokens = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
+                                          help_text="Tokens per bin (default: the longest response / 16).")
+
+
+class LengthBinSerializer(serializers.Serializer):
+    bin_start = serializers.IntegerField(help_text="First token count of the bin.")
+    samples = serializers.IntegerField()
+    accuracy = serializers.FloatField(help_text="Correct samples in the bin / samples in the bin (0 to 1).")
+    mean_tokens = serializers.FloatField()
+
+
+class LengthCurveSerializer(serializers.Serializer):
+    benchmark = serializers.CharField()
+    bin_tokens = serializers.IntegerField()
+    bins = LengthBinSerializer(many=True, help_text="Bins holding samples, by length (empty bins left out).")
+
+
+class LengthCurvesSerializer(serializers.Serializer):
+    curves = LengthCurveSerializer(many=True, help_text="One per benchmark with samples, by name.")
+
+
 @extend_schema_view(cancel=cancel_schema(EvalRunSerializer))
 class EvalRunViewSet(CancelMixin, ScopedViewSet):
     queryset = EvalRun.objects.select_related("owner")
@@ -205,6 +233,23 @@ class EvalRunViewSet(CancelMixin, ScopedViewSet):
             raise Conflict(reason)
         audit = launch_audit(eval_run, grader.validated_data, owner=request.user)
         return Response(GraderAuditSerializer(audit).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[LengthCurveQuerySerializer], filters=False, responses={
+        200: LengthCurvesSerializer, 400: error("A parameter is invalid, or the evaluation has no such benchmark.")})
+    @action(detail=True, methods=["get"], url_path="length-curve", pagination_class=None)
+    def length_curve(self, request, pk=None):
+        """Accuracy by response length: each benchmark's samples binned by response tokens (report figure 5's
+        question: where does accuracy fall as responses grow?); `benchmark` picks one."""
+        eval_run = self.get_object()
+        query = LengthCurveQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        benchmarks = sorted(set(eval_run.samples.values_list("benchmark", flat=True).distinct()))
+        chosen = query.validated_data.get("benchmark")
+        if chosen is not None and chosen not in benchmarks:
+            raise serializers.ValidationError({"benchmark": [f"evaluation {eval_run.pk} has no samples of "
+                                                             f"{chosen!r}; it has: {', '.join(benchmarks) or 'none'}"]})
+        curves = length_curves(eval_run.pk, [chosen] if chosen else benchmarks, query.validated_data.get("bin_tokens"))
+        return Response({"curves": curves})
 
 
 class BenchmarkResultSerializer(serializers.ModelSerializer):

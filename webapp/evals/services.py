@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from django.db.models import Avg, Count, F, Q, QuerySet
+from django.db.models import Avg, Count, F, Max, Q, QuerySet
 
 from common.knobs import ConfigError, config_to_dict, parse_config
 from evaluation.suite_config import AuditGrader
@@ -70,3 +70,26 @@ def accuracy_by_length(eval_run_id: int, benchmark: str, bin_tokens: int) -> lis
          "mean_tokens": float(row["mean_tokens"])}
         for row in rows
     ]
+
+
+LENGTH_BINS = 16  # a length curve's bins when no width is asked for
+
+
+def default_bin_tokens(longest: int, bins: int = LENGTH_BINS) -> int:
+    """A bin width that cuts 0..longest tokens into at most `bins` bins: ceil((longest + 1) / bins)."""
+    return max(1, -(-(longest + 1) // bins))
+
+
+def length_curves(eval_run_id: int, benchmarks: list[str], bin_tokens: int | None = None) -> list[dict]:
+    """Accuracy by response length of each benchmark with samples, in the given order: {"benchmark",
+    "bin_tokens", "bins": accuracy_by_length rows}; bins bin_tokens wide, else sized from the benchmark's
+    longest response."""
+    longest = dict(SampleResult.objects.filter(eval_run_id=eval_run_id).values("benchmark")
+                   .annotate(longest=Max("response_tokens")).values_list("benchmark", "longest"))
+    curves = []
+    for benchmark in benchmarks:
+        if longest.get(benchmark) is not None:
+            width = bin_tokens or default_bin_tokens(longest[benchmark])
+            curves.append({"benchmark": benchmark, "bin_tokens": width,
+                           "bins": accuracy_by_length(eval_run_id, benchmark, width)})
+    return curves

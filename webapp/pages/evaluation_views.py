@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from evaluation.suite_config import BENCHMARKS
 from webapp.evals.models import BenchmarkSuite, EvalRun
-from webapp.evals.services import disagreeing, launch_evaluation
+from webapp.evals.services import disagreeing, launch_evaluation, length_curves
 from webapp.pages.evaluation_forms import BenchmarkFormSet, EvaluationLaunchForm, SuiteForm
 from webapp.pages.run_data import log_tail
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
@@ -64,9 +64,11 @@ def in_suite_order(results, suite: BenchmarkSuite) -> list:
 @login_required
 def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = visible_evaluation(request, pk)
+    results = in_suite_order(evaluation.results.all(), evaluation.suite)
     context = {
         "evaluation": evaluation,
-        "results": in_suite_order(evaluation.results.all(), evaluation.suite),
+        "results": results,
+        "length_curves": length_curves(evaluation.pk, [result.benchmark for result in results]),
         "log_tail": log_tail(evaluation.log),
     }
     return render(request, "pages/evaluations/detail.html", context)

@@ -1,0 +1,49 @@
+// The evaluation page: per benchmark, accuracy of the samples in each response-length bin, with the bin's count.
+(function () {
+  "use strict";
+
+  function traces(curve) {
+    var width = curve.bin_tokens;
+    var centers = curve.bins.map(function (bin) { return bin.bin_start + width / 2; });
+    var ranges = curve.bins.map(function (bin) { return bin.bin_start + "–" + (bin.bin_start + width - 1); });
+    return [
+      { type: "bar", x: centers, y: curve.bins.map(function (bin) { return bin.accuracy; }), width: width * 0.9,
+        name: "accuracy", marker: { color: "#2563eb" }, customdata: ranges,
+        text: curve.bins.map(function (bin) { return bin.samples; }),
+        hovertemplate: "%{customdata} tokens<br>accuracy %{y:.1%} of %{text} samples<extra></extra>" },
+      { type: "scatter", mode: "lines+markers", x: centers, y: curve.bins.map(function (bin) { return bin.samples; }),
+        name: "samples", yaxis: "y2", line: { color: "#9ca3af", dash: "dot" }, marker: { size: 5 },
+        hovertemplate: "%{y} samples<extra></extra>" },
+    ];
+  }
+
+  var layout = {
+    margin: { t: 36, r: 60, b: 50, l: 70 },
+    hovermode: "closest",
+    showlegend: true,
+    legend: { orientation: "h", y: -0.25 },
+    xaxis: { title: { text: "response tokens" }, rangemode: "tozero" },
+    yaxis: { title: { text: "accuracy" }, tickformat: ".0%", range: [0, 1], automargin: true },
+    yaxis2: { title: { text: "samples" }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
+  };
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var container = document.getElementById("length-curves");
+    var source = document.getElementById("length-curve-data");
+    if (!container || !source || !window.Plotly) { return; }
+    JSON.parse(source.textContent).forEach(function (curve) {
+      var figure = document.createElement("figure");
+      var caption = document.createElement("figcaption");
+      caption.textContent = curve.benchmark + " (bins of " + curve.bin_tokens + " tokens)";
+      var plot = document.createElement("div");
+      plot.className = "chart";
+      figure.appendChild(caption);
+      figure.appendChild(plot);
+      container.appendChild(figure);
+      window.Plotly.newPlot(plot, traces(curve), layout, { responsive: true, displaylogo: false, displayModeBar: "hover" });
+    });
+  });
+})();
