@@ -69,6 +69,8 @@ def _json_cell(text: str, name: str) -> Any:
 
 
 def _text(record: dict, name: str) -> str:
+    """The field as text: numbers written out, surrounding spaces dropped except from the problem, which is kept
+    as written (a code stub's final newline is where a completion continues it)."""
     value = record.get(name)
     if value is None:
         return ""
@@ -78,7 +80,12 @@ def _text(record: dict, name: str) -> str:
         raise ValueError(f"'{name}' must be text")
     if name in MAX_TEXT and len(value) > MAX_TEXT[name]:
         raise ValueError(f"'{name}' is longer than {MAX_TEXT[name]} characters")
-    return value.strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"'{name}' holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not "
+                         "text that can be stored") from None
+    return value if name == "problem" else value.strip()
 
 
 def _tags(value: Any, text_allowed: bool = True) -> tuple[str, ...]:
@@ -129,7 +136,7 @@ def parse_record(record: Any, line: int, text_tags: bool = True) -> ParsedPrompt
         raise PromptFileError(line, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
     try:
         problem = _text(record, "problem")
-        if not problem:
+        if not problem.strip():
             raise ValueError("'problem' is missing or empty")
         test_cases = _test_cases(record.get("test_cases"))
         answer = _text(record, "answer")

@@ -9,6 +9,7 @@ One bad row refuses the whole dataset; the error names the row, the field and it
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -51,7 +52,7 @@ class PromptImportConfig:
     problem_column: str = column_knob("problem", "problem text", " (required)")
     answer_column: str | None = column_knob("answer", "reference answer", " (this or test cases is required)")
     test_cases_column: str | None = column_knob(None, "test cases", ": a list of {input, output} or a JSON string")
-    image_column: str | None = column_knob(None, "image", ": a path or URL")
+    image_column: str | None = column_knob(None, "image", ": an absolute path under the allowed roots")
     domain_column: str | None = column_knob(None, "domain (math, code, ...)")
     difficulty_column: str | None = column_knob(None, "difficulty label")
     tags_column: str | None = column_knob(None, "tags", ": a list of strings, or ';'-separated text")
@@ -107,6 +108,8 @@ def open_dataset(config: PromptImportConfig, load_dataset: Callable[..., Any] | 
     except hub_read_errors() as error:
         raise PromptImportError(f"cannot read dataset {describe_source(config)}: "
                                 f"{type(error).__name__}: {error}") from error
+    except StopIteration:  # datasets' json builder on an empty file
+        raise PromptImportError(f"dataset {describe_source(config)} holds no rows") from None
 
 
 def check_columns(mapping: Mapping[str, str], columns: Iterable[str], source: str) -> None:
@@ -132,7 +135,7 @@ def image_reference(value: Any) -> Any:
     """An undecoded image's path; text stays as it is (parse_record checks it)."""
     if isinstance(value, Mapping):
         if not value.get("path"):
-            raise ValueError("'image' holds image bytes without a path; prompt sets keep an image path or URL")
+            raise ValueError("'image' holds image bytes without a path; prompt sets keep an image path")
         return value["path"]
     return value
 
@@ -146,8 +149,10 @@ def mapped_record(row: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[st
 
 
 def row_error(index: int, reason: str, mapping: Mapping[str, str], source: str) -> PromptImportError:
-    """"<source> row 3: 'pass_rate' must be ... (column 'rate')"; rows count from 0, as dataset[3]."""
-    columns = [f"{field} <- column {column!r}" for field, column in mapping.items() if f"'{field}'" in reason]
+    """"<source> row 3: 'pass_rate' must be ... (column 'rate')"; rows count from 0, as dataset[3]. The field
+    is named in the reason as 'answer' or as a place (pass_rate: ..., test_cases[0].output)."""
+    columns = [f"{field} <- column {column!r}" for field, column in mapping.items()
+               if f"'{field}'" in reason or re.match(rf"{field}\b", reason)]
     hint = f" ({'; '.join(columns)})" if columns else ""
     return PromptImportError(f"{source} row {index}: {reason}{hint}")
 
@@ -169,10 +174,58 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str], so
 
 
 def load_prompts(config: PromptImportConfig, load_dataset: Callable[..., Any] | None = None) -> list[ParsedPrompt]:
-    """The dataset's rows as validated prompts (all of them or an error); load_dataset defaults to the hub's."""
+    """The dataset's rows as validated prompts (all of them or an error); load_dataset defaults to the hub's.
+
+    A local CSV file is read as text, cell by cell, as an uploaded CSV is (pandas, under datasets' csv builder,
+    turned "025" into 25, a column holding "3.50" into floats and "NA" into a missing answer)."""
     source = describe_source(config)
-    dataset = open_dataset(config, load_dataset)
     mapping = config.mapping()
+    csv_file = local_csv(config)
+    if csv_file is not None:
+        columns, rows = csv_text_rows(csv_file)
+        check_columns(mapping, columns, source)
+        return parse_rows(rows, mapping, source, config.limit)
+    dataset = open_dataset(config, load_dataset)
     check_columns(mapping, dataset.column_names, source)
     dataset = undecoded_images(dataset, mapping.get("image"))
-    return parse_rows(dataset, mapping, source, config.limit)
+    return parse_rows(exact_float_text(dataset, mapping), mapping, source, config.limit)
+
+
+def local_csv(config: PromptImportConfig) -> Path | None:
+    path = Path(config.dataset_id).expanduser()
+    return path if path.is_file() and path.suffix.lower() == ".csv" else None
+
+
+def csv_text_rows(path: Path) -> tuple[list[str], Iterable[dict[str, str]]]:
+    """(columns, rows of text cells) of a CSV file, a byte-order mark dropped."""
+    import csv
+
+    handle = path.open(newline="", encoding="utf-8-sig")
+    reader = csv.DictReader(handle)
+    try:
+        columns = list(reader.fieldnames or [])
+    except (UnicodeDecodeError, csv.Error) as error:
+        handle.close()
+        raise PromptImportError(f"cannot read {path} as CSV: {error}") from None
+    if not columns:
+        handle.close()
+        raise PromptImportError(f"{path} holds no rows")
+
+    def rows() -> Iterable[dict[str, str]]:
+        with handle:
+            yield from reader
+
+    return columns, rows()
+
+
+def exact_float_text(dataset: Any, mapping: Mapping[str, str]) -> Any:
+    """Answer and difficulty columns of float32 or float16 cast to text by Arrow ("0.1"): read as Python floats
+    they are their binary value, 0.10000000149011612, which no verifier finds equal to 0.1."""
+    features = getattr(dataset, "features", None) or {}
+    for field in ("answer", "difficulty"):
+        column = mapping.get(field)
+        if column and getattr(features.get(column), "dtype", None) in ("float32", "float16"):
+            from datasets import Value
+
+            dataset = dataset.cast_column(column, Value("string"))
+    return dataset

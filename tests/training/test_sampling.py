@@ -36,7 +36,8 @@ def test_a_problem_without_prior_or_observation_has_top_priority():
 def test_when_every_problem_is_solved_prioritized_sampling_falls_back_to_uniform():
     sampler = PrioritizedSampler(3, initial_success=[1.0, 1.0, 1.0])
     assert np.allclose(sampler.probabilities(1), [1 / 3] * 3)
-    assert sorted(sampler.sample(1, 3, np.random.default_rng(0))) == [0, 1, 2]
+    draws = sampler.sample(1, 3000, np.random.default_rng(0))
+    assert np.allclose(np.bincount(draws, minlength=3), 1000, atol=90)
 
 
 def test_prioritized_draws_skip_solved_problems_while_others_remain():
@@ -46,6 +47,21 @@ def test_prioritized_draws_skip_solved_problems_while_others_remain():
     assert set(draws.tolist()) == {1, 3}
     # asking for more problems than remain unsolved draws with replacement among them
     assert set(sampler.sample(1, 6, rng).tolist()) <= {1, 3}
+
+
+def test_every_draw_of_a_prioritized_batch_has_the_documented_probabilities():
+    success = np.linspace(0.0, 0.95, 20)  # 1 - s_i from 1 to 0.05: the hardest 20 times as likely as the easiest
+    sampler = PrioritizedSampler(20, initial_success=success.tolist())
+    rng = np.random.default_rng(0)
+    counts = np.bincount(np.concatenate([sampler.sample(1, 16, rng) for _ in range(4000)]), minlength=20)
+    expected = sampler.probabilities(1) * counts.sum()
+    assert np.allclose(counts, expected, rtol=0.1, atol=40)  # drawing 16 distinct problems of 20 gave 5.2x
+    assert 17 < counts[0] / counts[-1] < 23
+
+
+def test_text_difficulty_labels_order_their_numbers_as_numbers():
+    labels = ["Level 10", "Level 2", "hard", "3", "", "Level 1", "easy"]
+    assert sorted(labels, key=difficulty_sort_key) == ["easy", "hard", "3", "Level 1", "Level 2", "Level 10", ""]
 
 
 def test_update_refuses_rates_outside_zero_one_and_unknown_problems():

@@ -45,7 +45,8 @@ class Prompt(models.Model):
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
     position = models.PositiveIntegerField(help_text="Order within the set, from 1.")
     problem = models.TextField()
-    image = models.CharField(max_length=500, blank=True, help_text="Image path or URL for multimodal problems.")
+    image = models.CharField(max_length=500, blank=True,
+                             help_text="Image path (absolute, under the allowed roots) for multimodal problems.")
     answer = models.TextField(blank=True, help_text="Reference answer, checked by the verifier.")
     test_cases = models.JSONField(null=True, blank=True, help_text="Code problems: list of {input, output}.")
     domain = models.CharField(max_length=100, blank=True, help_text="For example math, code, vision.")
