@@ -10,9 +10,10 @@ without a word.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from training.checkpoint import CONFIG_FILE
 
@@ -83,7 +84,25 @@ def read_saved_config(checkpoint_path: Path) -> dict[str, Any]:
     return saved
 
 
-def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, prompt_count: int) -> None:
-    """The checks start_session runs before resuming: the same recipe and the same number of prompts."""
+def prompts_fingerprint(records: Sequence[Any]) -> str:
+    """A hash of the prompts in order (id, problem, answer, test cases, difficulty, pass rate): a checkpoint's
+    sampler statistics and parked groups point at prompts by position, so a resume needs these very prompts."""
+    digest = hashlib.sha256()
+    for record in records:
+        fields = [record.prompt_id, record.problem, record.answer, record.test_cases, record.difficulty,
+                  record.pass_rate]
+        digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, records: Sequence[Any]) -> None:
+    """The checks start_session runs before resuming: the same recipe and the same prompts (their number, then
+    their contents and order where the checkpoint recorded them)."""
     check_resume_config(read_saved_config(checkpoint_path), config, str(checkpoint_path))
-    check_resume_prompts(int(state["sampler"]["n"]), prompt_count, str(checkpoint_path))
+    check_resume_prompts(int(state["sampler"]["n"]), len(records), str(checkpoint_path))
+    saved = state.get("prompts_fingerprint")
+    if saved is not None and saved != prompts_fingerprint(records):
+        raise ResumeMismatch(f"cannot resume from {checkpoint_path}: the prompt set changed since it was saved "
+                             f"(the same {len(records)} prompts in number, but edited or reordered, and the "
+                             "checkpoint's sampler statistics and parked groups point at prompts by position); to "
+                             "resume, restore those prompts; to train on the new ones, choose a new output_dir")

@@ -21,7 +21,7 @@ from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
 from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, loaded_model_window, resolve_model_path
 from training.prompting import prompt_ids
-from training.resume_config import check_resume
+from training.resume_config import check_resume, prompts_fingerprint
 from grading.cot_judge import CotJudge
 from grading.cot_judge.modes import RULE
 from training.rewards import CorrectnessRewards
@@ -71,7 +71,8 @@ class RunSession:
         report = None
         if self.context.is_main:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
-                     **replay_buffer_state(*zip(*rank_buffers)), "rollouts_ahead": self.ahead.state_dict()}
+                     **replay_buffer_state(*zip(*rank_buffers)), "rollouts_ahead": self.ahead.state_dict(),
+                     "prompts_fingerprint": prompts_fingerprint(self.records)}
             report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
                                      config_to_dict(self.config, deployment=False), state)
         distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
@@ -108,7 +109,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)
     if resume:  # the same recipe and prompts as the checkpoint, or a clear refusal before anything loads
-        check_resume(resume.path, resume.state, config, len(records))
+        check_resume(resume.path, resume.state, config, records)
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
     prompts = [prompt_ids(r.problem, tokenizer) for r in records]

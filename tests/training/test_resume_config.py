@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from common.knobs import config_to_dict, parse_config
 from training.checkpoint import CONFIG_FILE, STATE_FILE, checkpoint_dir
 from training.config import RLConfig
 from training.resume_config import (
-    RESUMABLE_KNOBS, ResumeMismatch, check_resume_config, check_resume_prompts, config_differences,
+    RESUMABLE_KNOBS, ResumeMismatch, check_resume_config, check_resume_prompts, config_differences, prompts_fingerprint,
 )
 from training.session import start_session
 from training.types import PromptRecord, RunPaths, TrainingHooks
@@ -73,13 +74,13 @@ def records(count: int) -> list[PromptRecord]:
     return [PromptRecord(prompt_id=str(i), problem=f"What is {i}+1?", answer=str(i + 1)) for i in range(count)]
 
 
-def fake_checkpoint(output_dir, config: dict, prompt_count: int):
+def fake_checkpoint(output_dir, config: dict, prompt_count: int, **state):
     """The files start_session reads before it loads a model: the saved config and the training state."""
     folder = checkpoint_dir(output_dir, 2)
     folder.mkdir(parents=True)
     (folder / CONFIG_FILE).write_text(json.dumps(config))
     torch.save({"iteration": 2, "sampler": {"n": prompt_count, "success_sum": [0.0] * prompt_count,
-                                            "observations": [0.0] * prompt_count}}, folder / STATE_FILE)
+                                            "observations": [0.0] * prompt_count}, **state}, folder / STATE_FILE)
     return folder
 
 
@@ -98,6 +99,16 @@ def test_start_session_refuses_a_changed_prompt_set_without_a_sampler_traceback(
     with pytest.raises(ResumeMismatch, match="the prompt set changed since it was saved .it had 16 prompts, "
                                              "this run has 8."):
         start_session(RLConfig(), records(8), RunPaths(tmp_path / "run", tmp_path / "models"), TrainingHooks())
+
+
+def test_start_session_refuses_prompts_edited_or_reordered_at_the_same_count(tmp_path):
+    saved = records(4)
+    fake_checkpoint(tmp_path / "run", SAVED, 4, prompts_fingerprint=prompts_fingerprint(saved))
+    edited = [saved[0], dataclasses.replace(saved[1], answer="7"), *saved[2:]]
+    for changed in (edited, saved[::-1]):
+        with pytest.raises(ResumeMismatch, match="the same 4 prompts in number, but edited or reordered"):
+            start_session(RLConfig(), changed, RunPaths(tmp_path / "run", tmp_path / "models"), TrainingHooks())
+    assert prompts_fingerprint(records(4)) == prompts_fingerprint(saved)  # the same prompts: the same print
 
 
 def test_a_checkpoint_without_its_config_is_refused_clearly(tmp_path):
