@@ -99,6 +99,17 @@ def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: 
     return checkpoint_report(final)
 
 
+def remove_unfinished_saves(output_dir: Path) -> list[Path]:
+    """Delete the staging folders of saves a crash interrupted (`*.partial`, `*.rank_state`): a full copy of the
+    weights each, which no resume reads and a save of another iteration never replaces. Returns them."""
+    root = Path(output_dir) / "checkpoints"
+    leftovers = sorted(path for pattern in (f"{PREFIX}*.partial", f"{PREFIX}*.rank_state")
+                       for path in root.glob(pattern) if path.is_dir())
+    for path in leftovers:
+        shutil.rmtree(path, ignore_errors=True)
+    return leftovers
+
+
 def pending_rank_state_dir(output_dir: Path, iteration: int) -> Path:
     """Where the ranks write their trainer state before save_checkpoint moves it into the checkpoint."""
     final = checkpoint_dir(output_dir, iteration)

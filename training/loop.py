@@ -46,7 +46,8 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
                 last_saved = iteration
     finally:
         session.close()
-    return TrainingOutcome(iterations_done=config.iterations, stopped_early=False)
+    # resumed past a shortened `iterations`: the checkpoint's iterations are what was done
+    return TrainingOutcome(iterations_done=max(config.iterations, session.next_iteration - 1), stopped_early=False)
 
 
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:

@@ -1,8 +1,8 @@
 """What a resumed run may change: the checkpoint's saved config against the config it is resumed with.
 
 A run resumed from its newest checkpoint (same output_dir) must keep the recipe it was trained with;
-only the knobs below may differ, since they change how long it runs, what it records, or where and
-on how many processes it runs, not what it learns. Anything else stops the resume with the list of
+only the knobs of training.config.resumable may differ, since they change how long it runs, what it
+records, or where and on how many processes it runs, not what it learns. Anything else stops the resume with the list of
 changed knobs, so a changed config is never resumed (and then written into the next checkpoint)
 without a word.
 """
@@ -16,36 +16,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from training.checkpoint import CONFIG_FILE
+from training.config.resumable import config_differences
 
-RESUMABLE_KNOBS = frozenset({
-    "iterations",  # extend (or shorten) the run
-    "checkpoint_every_iterations", "evaluate_every_iterations", "stored_samples_per_iteration",  # bookkeeping
-    "micro_batch_size",  # gradient accumulation: the same gradient in smaller passes (the knob to lower after an OOM)
-    "vllm_sidecar_socket", "hybrid_release",  # where and how the vLLM servers run
-    "nnodes", "nproc_per_node", "node_rank", "rdzv_endpoint", "rdzv_id",  # the deployment of the processes
-    "tensor_parallel_size", "pipeline_parallel_size",  # megatron's layout (checkpoints are Hugging Face weights)
-})
 HOW_TO_PROCEED = ("to resume, set them back to the checkpoint's values; to train with the new ones, "
                   "choose a new output_dir")
 
 
 class ResumeMismatch(ValueError):
     """The run cannot resume from its checkpoint: its config or prompt set changed since it was saved."""
-
-
-def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
-                       defaults: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(knob, checkpoint value, new value) for every changed knob outside RESUMABLE_KNOBS, in `current`'s order.
-
-    A knob missing from the saved config (the checkpoint predates it) counts at its default; a saved
-    knob that no longer exists is ignored.
-    """
-    differences = []
-    for name, value in current.items():
-        old = saved.get(name, defaults.get(name))
-        if name not in RESUMABLE_KNOBS and old != value:
-            differences.append((name, old, value))
-    return differences
 
 
 def shown(value: Any) -> str:

@@ -13,8 +13,8 @@ import torch
 from common.knobs import config_to_dict
 from training import distributed
 from training.checkpoint import (
-    finish_counts_for_rank, latest_checkpoint, read_rank_state, replay_buffer_for_rank, replay_buffer_state,
-    restore_rng, rng_state, save_checkpoint, write_rank_state,
+    finish_counts_for_rank, latest_checkpoint, read_rank_state, remove_unfinished_saves, replay_buffer_for_rank,
+    replay_buffer_state, restore_rng, rng_state, save_checkpoint, write_rank_state,
 )
 from training.config import RLConfig
 from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
@@ -106,6 +106,9 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     if config.overlap_rollouts and context.world_size > 1:
         raise ValueError(f"overlap_rollouts {OVERLAP_NEEDS_ONE_PROCESS}; this run has {context.world_size}")
     numpy_rng = seed_everything(config.seed)
+    if context.is_main and (leftovers := remove_unfinished_saves(paths.output_dir)):
+        hooks.log(f"removed {len(leftovers)} checkpoint folder(s) an interrupted save left: "
+                  f"{', '.join(path.name for path in leftovers)}")
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)
     if resume:  # the same recipe and prompts as the checkpoint, or a clear refusal before anything loads

@@ -103,7 +103,7 @@ def run_config(run: RLRun) -> RLConfig:
 def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> None:
     """Before a run (re)starts, make its checkpoints on disk agree with its rows, for a worker that died between
     writing a checkpoint or an iteration and recording it: a checkpoint newer than the last recorded iteration is
-    set aside (renamed `.partial`, which resuming ignores and the next save of that iteration replaces), so the
+    set aside (renamed `.partial`, which resuming ignores and the session deletes when it starts), so the
     run redoes those iterations and records them (an exact resume reproduces them); an older checkpoint without
     its row is recorded. The files are touched only while this worker holds the run (JobTakenOver otherwise)."""
     with run.holding_claim():

@@ -93,6 +93,8 @@ def test_offline_only_the_cache_is_consulted(hub, tmp_path, monkeypatch):
 
 def test_a_local_folder_resolves_to_its_absolute_path(hub, tmp_path, monkeypatch):
     (tmp_path / "my-model").mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        (tmp_path / "my-model" / name).write_text("{}")
     monkeypatch.chdir(tmp_path)
     assert resolve_model_path("my-model", tmp_path / "models") == str(tmp_path / "my-model")
     assert resolve_model_path("./my-model", tmp_path / "models") == str(tmp_path / "my-model")
@@ -104,3 +106,18 @@ def test_a_local_folder_resolves_to_its_absolute_path(hub, tmp_path, monkeypatch
 ])
 def test_it_tells_paths_from_hub_ids(name, path_like):
     assert looks_like_path(name) is path_like
+
+
+def test_a_local_folder_without_a_tokenizer_or_config_is_refused_naming_what_is_missing(tmp_path):
+    from training.models.loading import ModelUnavailable, resolve_model_path
+
+    folder = tmp_path / "weights-only"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelUnavailable, match="has no config.json"):
+        resolve_model_path(str(folder), tmp_path)
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(ModelUnavailable, match=r"has no tokenizer \(tokenizer.json or tokenizer_config.json\)"):
+        resolve_model_path(str(folder), tmp_path)
+    (folder / "tokenizer.json").write_text("{}")
+    assert resolve_model_path(str(folder), tmp_path) == str(folder.resolve())

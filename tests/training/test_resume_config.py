@@ -11,9 +11,8 @@ import torch
 from common.knobs import config_to_dict, parse_config
 from training.checkpoint import CONFIG_FILE, STATE_FILE, checkpoint_dir
 from training.config import RLConfig
-from training.resume_config import (
-    RESUMABLE_KNOBS, ResumeMismatch, check_resume_config, check_resume_prompts, config_differences, prompts_fingerprint,
-)
+from training.config.resumable import RESUMABLE_KNOBS, config_differences
+from training.resume_config import ResumeMismatch, check_resume_config, check_resume_prompts, prompts_fingerprint
 from training.session import start_session
 from training.types import PromptRecord, RunPaths, TrainingHooks
 

@@ -96,3 +96,23 @@ def test_an_edit_of_a_suite_writes_only_the_fields_it_gives(api_for, alice, suit
     assert response.status_code == 200, response.json()
     suite = BenchmarkSuite.objects.get(pk=suite.pk)
     assert (suite.name, suite.description) == ("renamed", "written by another request")
+
+
+def test_a_resumed_run_refuses_a_recipe_its_checkpoints_would_refuse(api_for, alice, run, prompt_set):
+    from webapp.prompts.models import PromptSet
+    from webapp.runs.models import Checkpoint
+
+    Checkpoint.objects.create(project=run.project, run=run, iteration=2, path="/c/2")
+    RLRun.objects.filter(pk=run.pk).update(status="queued", current_iteration=2)  # resumed after a crash
+    api = api_for(alice)
+    stored_rate = run.config["learning_rate"]
+    refused = api.patch(f"/api/runs/{run.pk}/", {"config": {"learning_rate": stored_rate * 10}}, format="json")
+    assert refused.status_code == 400
+    (message,) = refused.json()["config"]["learning_rate"]
+    assert f"has trained with {stored_rate!r}" in message and "Launch like this" in message
+    other = PromptSet.objects.create(project=run.project, name="other")
+    assert "prompt_set" in api.patch(f"/api/runs/{run.pk}/", {"prompt_set": other.pk}, format="json").json()
+    allowed = api.patch(f"/api/runs/{run.pk}/", {"config": {"iterations": 50}}, format="json")
+    assert allowed.status_code == 200 and allowed.json()["total_iterations"] == 50  # extending a run is a resume knob
+    run.refresh_from_db()
+    assert (run.config["learning_rate"], run.prompt_set_id) == (stored_rate, prompt_set.pk)

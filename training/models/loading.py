@@ -7,7 +7,7 @@ from pathlib import Path
 
 from training.context_window import config_window, folder_window
 from common.path_rules import looks_like_path
-from training.models.resolve import ModelUnavailable, hub_model_source
+from training.models.resolve import ModelUnavailable, hub_model_source, model_folder_problem
 from training.models.tiny import PRESET_NAME, create_tiny_preset
 from training.models.tiny_vl import PRESET_NAME as VISION_PRESET_NAME
 from training.models.tiny_vl import create_tiny_vl_preset
@@ -28,6 +28,8 @@ def resolve_model_path(name: str, models_dir: Path) -> str:
         return str(PRESETS[name](Path(models_dir) / name))
     folder = Path(name).expanduser()
     if folder.is_dir():
+        if problem := model_folder_problem(folder):
+            raise ModelUnavailable(f"model {name!r}: {problem}")
         return str(folder.resolve())
     if looks_like_path(name):
         where = "" if folder.is_absolute() else f" ({folder.resolve()})"

@@ -14,6 +14,20 @@ class ModelUnavailable(ValueError):
     """A model name that is no preset, no local folder, and nothing the Hugging Face hub can provide."""
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def model_folder_problem(folder: Path) -> str | None:
+    """Why a local folder is no model to load, or None: it needs config.json and a tokenizer (without one,
+    transformers builds an empty tokenizer, every prompt encodes to nothing and generation fails deep inside)."""
+    if not (folder / "config.json").is_file():
+        return "the folder has no config.json (a Hugging Face model folder holds config.json, weights and tokenizer)"
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return (f"the folder has no tokenizer ({' or '.join(TOKENIZER_FILES)}): save the tokenizer beside the "
+                "weights (tokenizer.save_pretrained(folder))")
+    return None
+
+
 def hub_model_source(name: str) -> str:
     """The hub id itself when the hub has the model, else its cached snapshot folder; LookupError says why not.
 

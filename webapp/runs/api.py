@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -9,6 +11,7 @@ from rest_framework.response import Response
 
 from common.path_rules import PathRefused
 from training.config import RLConfig
+from training.config.resumable import config_differences
 from webapp.api_base import (
     CancelMixin, Conflict, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
     patched_settings, visible_field,
@@ -53,9 +56,28 @@ class RLRunSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
             attrs.setdefault("config", resolve_config(RLConfig, {}))
         if "config" in attrs:
             attrs["config"] = self.checked_model_paths(attrs)
+        if self.instance is not None and self.instance.has_trained():
+            self.refuse_recipe_changes(attrs)
         if self.instance is None or self.frozen_fields(attrs):
             self.check_launch_settings(attrs)
         return attrs
+
+    def refuse_recipe_changes(self, attrs) -> None:
+        """A run that has trained resumes from its checkpoints, which keep its recipe and prompts: refuse what the
+        resume would refuse (each knob with both values), now rather than on the worker."""
+        run, errors = self.instance, {}
+        copy = "launch a copy with the new settings (Launch like this) to train with them"
+        if "prompt_set" in attrs and attrs["prompt_set"].pk != run.prompt_set_id:
+            errors["prompt_set"] = [f"run {run.pk} has trained on prompt set {run.prompt_set_id} and resumes from "
+                                    f"its checkpoints with those prompts; {copy}"]
+        if "config" in attrs:
+            defaults = {field.name: field.default for field in dataclasses.fields(RLConfig)}
+            changed = config_differences(run.config, attrs["config"], defaults)
+            if changed:
+                errors["config"] = {name: [f"run {run.pk} has trained with {old!r}, which its checkpoints keep "
+                                           f"(asked: {new!r}); {copy}"] for name, old, new in changed}
+        if errors:
+            raise serializers.ValidationError(errors)
 
     def checked_model_paths(self, attrs) -> dict:
         """The config with its model and judge model checked by the path rule (paths stored resolved)."""

@@ -40,6 +40,11 @@ class RLRun(Job):
         """Failed and cancelled runs can be re-queued; the engine resumes from the newest checkpoint."""
         return self.status in RESUMABLE_STATUSES
 
+    def has_trained(self) -> bool:
+        """Whether the run has a checkpoint (the warm-up's, iteration 0, included) or a recorded iteration: it
+        resumes from those, with the recipe and prompts they were trained with."""
+        return self.current_iteration > 0 or self.checkpoints.exists()
+
 
 class RunScopedQuerySet(ProjectScopedQuerySet):
     project_path = "run__project"

@@ -1,0 +1,33 @@
+"""Which knobs a run may change once it has trained: the rest are its recipe, which its checkpoints carry.
+
+Torch-free, so the web app refuses such a change when it is asked for, and the resume check
+(training.resume_config) refuses it again when a run restarts from a checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+RESUMABLE_KNOBS = frozenset({
+    "iterations",  # extend (or shorten) the run
+    "checkpoint_every_iterations", "evaluate_every_iterations", "stored_samples_per_iteration",  # bookkeeping
+    "micro_batch_size",  # gradient accumulation: the same gradient in smaller passes (the knob to lower after an OOM)
+    "vllm_sidecar_socket", "hybrid_release",  # where and how the vLLM servers run
+    "nnodes", "nproc_per_node", "node_rank", "rdzv_endpoint", "rdzv_id",  # the deployment of the processes
+    "tensor_parallel_size", "pipeline_parallel_size",  # megatron's layout (checkpoints are Hugging Face weights)
+})
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
+                       defaults: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(knob, checkpoint value, new value) for every changed knob outside RESUMABLE_KNOBS, in `current`'s order.
+
+    A knob missing from the saved config (the checkpoint predates it) counts at its default; a saved
+    knob that no longer exists is ignored.
+    """
+    differences = []
+    for name, value in current.items():
+        old = saved.get(name, defaults.get(name))
+        if name not in RESUMABLE_KNOBS and old != value:
+            differences.append((name, old, value))
+    return differences
