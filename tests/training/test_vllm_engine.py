@@ -86,6 +86,26 @@ def prompts(tiny):
     return [problem_prompt(tokenizer, problem) for problem in seen + unseen] + [long]
 
 
+@pytest.mark.slow
+@requires_vllm
+def test_the_engine_compiles_nothing_while_another_thread_trains(engines, prompts):
+    """The first test to use the engine: its first generate, in a background thread as overlapping rollouts
+    run it, must not compile (torch reports "compiling" to every thread meanwhile, and an AdamW step in the
+    training thread then takes another path). The engine compiled its log-prob kernel when it was built."""
+    import threading
+
+    vllm_engine, _ = engines
+    requests = [RolloutRequest(prompt, n=2, sample_seeds=(1, 2)) for prompt in prompts[:2]]
+    worker = threading.Thread(target=vllm_engine.generate,
+                              args=(requests, SamplingSettings(temperature=1.0, max_new_tokens=4)))
+    seen_compiling = False
+    worker.start()
+    while worker.is_alive():
+        seen_compiling |= torch.compiler.is_compiling()
+    worker.join()
+    assert not seen_compiling
+
+
 def greedy_requests(prompts):
     # one request with its own shorter limit, to check per-request limits and order
     return [RolloutRequest(prompt, n=1, max_new_tokens=5 if index == 1 else None)

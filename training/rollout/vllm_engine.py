@@ -148,6 +148,19 @@ class VllmRolloutEngine(SharedDeviceEngine):
         # trainer sharing this process its function back.
         torch.set_num_threads = set_num_threads
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """One seeded token with its log-prob, in the thread that builds the engine. vLLM compiles its log-prob
+        kernel (torch.compile) on the first call that asks for log-probs, and while it compiles torch says
+        "compiling" to every thread: a training update running then in the overlap's other thread took AdamW's
+        compiled path (a float32 step count), so a resumed overlap run, whose first rollouts run in that
+        thread, drifted from the uninterrupted run at rounding level."""
+        from vllm import SamplingParams
+
+        self.llm.generate([{"prompt_token_ids": [self.eos_id]}],
+                          [SamplingParams(max_tokens=1, temperature=1.0, logprobs=0, seed=0, detokenize=False)],
+                          use_tqdm=False)
 
     def generate(self, requests: Sequence[RolloutRequest], settings: SamplingSettings) -> list[list[Completion]]:
         """All requests in one vLLM call; greedy requests are decoded once and repeated n times.
