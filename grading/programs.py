@@ -25,6 +25,7 @@ PYTHON_LANGUAGES = ("", "python", "py", "python3")  # info strings of a block th
 # A fence line: up to 3 spaces, then 3 or more backticks; an opening fence's info string names the language.
 _OPENING_FENCE = re.compile(r" {0,3}(`{3,})[ \t]*([^`]*)")
 _CLOSING_FENCE = re.compile(r" {0,3}(`{3,})[ \t]*")
+_GLUED_FENCE = re.compile(r"(?P<text>(?! {0,3}`{3})[^`]*\S)[ \t]*(?P<fence>`{3,}[\w+-]*)[ \t]*")
 
 # The modules LiveCodeBench's harness imports in front of every program (lcb_runner/evaluation/
 # testing_util.py, import_string), each as `from m import *` and `import m`; builtins and typing are
@@ -92,7 +93,7 @@ def fenced_blocks(response: str) -> list[CodeBlock]:
     A block left open (a truncated response) runs to the end of the response.
     """
     blocks, opening, body = [], None, []
-    for line in response.split("\n"):
+    for line in _fence_lines(response):
         text = line.rstrip()
         if opening is None:
             opening = _OPENING_FENCE.fullmatch(text)
@@ -107,6 +108,17 @@ def fenced_blocks(response: str) -> list[CodeBlock]:
     if opening is not None:
         blocks.append(_block(opening, body, closed=False))
     return blocks
+
+
+def _fence_lines(response: str) -> list[str]:
+    """The response's lines, a fence written at the end of a line of text put on a line of its own: an
+    opening after prose ("Here is the code: ```python") or a closing glued to the last line of code
+    ("print(1)```")."""
+    lines = []
+    for line in response.split("\n"):
+        glued = _GLUED_FENCE.fullmatch(line)
+        lines += [glued.group("text"), glued.group("fence")] if glued else [line]
+    return lines
 
 
 def _block(opening: re.Match, body: list[str], closed: bool) -> CodeBlock:

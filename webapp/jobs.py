@@ -231,16 +231,20 @@ class Job(models.Model):
 
     @contextmanager
     def holding_claim(self) -> Iterator[None]:
-        """A transaction that first locks the row and checks it is still this claim's running job: a job's
-        results are written inside it, so a worker that lost its row (JobTakenOver) writes none of them, and
-        the recovery cannot take the row while they are written."""
+        """A transaction that first locks the row (a conditional heartbeat UPDATE) while it is still this claim's
+        running job: a job's results are written inside it, so a worker that lost its row (JobTakenOver) writes
+        none of them, and the recovery cannot take the row while they are written."""
+        model = type(self)
         with transaction.atomic():
-            row = type(self).objects.select_for_update().filter(pk=self.pk).values_list("status", "worker").first()
-            if row is None:
-                raise JobTakenOver(f"{type(self).__name__} {self.pk} was deleted")
-            status, worker = row
-            if status != JobStatus.RUNNING or worker != self.worker:
-                raise JobTakenOver(f"{type(self).__name__} {self.pk} is now {status} on {worker or 'no worker'}")
+            # a write first (a heartbeat), which locks the row; SQLite, which has no row locks, then holds the
+            # write lock, where a read first would take a shared lock that a heartbeat's write turns into a
+            # "database is locked" failure at this transaction's first write
+            if not model.objects.filter(pk=self.pk, status=JobStatus.RUNNING, worker=self.worker).update(
+                    heartbeat_at=timezone.now()):
+                row = model.objects.filter(pk=self.pk).values_list("status", "worker").first()
+                if row is None:
+                    raise JobTakenOver(f"{model.__name__} {self.pk} was deleted")
+                raise JobTakenOver(f"{model.__name__} {self.pk} is now {row[0]} on {row[1] or 'no worker'}")
             yield
 
     @classmethod

@@ -44,6 +44,9 @@ _BASED_NUMERAL = re.compile(r"(?P<digits>\d[0-9A-Z]*)_(?:(\d+)|\{(\d+)\}|\{\((\d
 # "4 hours 30", "20 m by 30": a number, words, then another number.
 _WORDS_BETWEEN_NUMBERS = re.compile(r"\d\s*(?P<words>[a-zA-Z]+(?:\s+[a-zA-Z]+)*)\.?\s+(?=\d)")
 _CONNECTIVE_WORD = re.compile(r"and|or", re.IGNORECASE)
+# Words of an expression written out ("2 sqrt 3", "3 times 4"): no unit between numbers.
+_MATH_WORDS = frozenset({"sqrt", "pi", "times", "x", "cdot", "over", "plus", "minus", "divided", "pm", "mod",
+                         "i", "e"})
 # "(B) 27": a choice label, then the option; a second label ("(A)(B)") is a hedge, not an option.
 _CHOICE_LABEL = re.compile(r"\((?P<letter>[A-E])\)\s*(?P<option>(?!\([A-E]\))\S.*)", re.DOTALL)
 
@@ -142,6 +145,7 @@ def is_compound_quantity(text: str) -> bool:
     """Whether numbers are separated by words other than a bare 'and' or 'or' ('4 \\text{ hours } 30
     \\text{ minutes}', '20 m by 30 m', '5 apples and 3 oranges'): a quantity no single number equals."""
     return any(not _CONNECTIVE_WORD.fullmatch(match.group("words"))
+               and not all(word.lower() in _MATH_WORDS for word in match.group("words").split())
                for match in _WORDS_BETWEEN_NUMBERS.finditer(unwrap_text(text)))
 
 

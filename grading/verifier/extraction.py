@@ -27,7 +27,8 @@ _ANSWER_MARKER = re.compile(r"(?<![a-zA-Z])answer\b[*_\s]*(?:is\b[*_\s]*:?|:|=)[
 # A sentence ends at "." ";" or "?" before a space or the line's end ("3.5" and "5!" end none).
 _SENTENCE_END = re.compile(r"[.;?](?=[\s*_]|$)")
 # A reason after the answer ends it: "6, since 2 * 3 = 6", "$\\frac12$, which is 50%".
-_REASON = re.compile(r",?\s+(?:since|because|which|as|where|so|thus|hence|meaning|giving)\b", re.IGNORECASE)
+# (Anchored at the start of a run of spaces: unanchored, a long run of spaces was rescanned from every position.)
+_REASON = re.compile(r",?(?<!\s)\s+(?:since|because|which|as|where|so|thus|hence|meaning|giving)\b", re.IGNORECASE)
 # Words that doubt or take back an answer stated just before ("but that ignores the overlap").
 _DOUBT = re.compile(r"\b(?:but|however|though|although|actually|wait|wrong|incorrect|mistake|instead|rather|"
                     r"seems?|maybe|perhaps|probably|unless|if)\b", re.IGNORECASE)
@@ -35,7 +36,13 @@ _DOUBT = re.compile(r"\b(?:but|however|though|although|actually|wait|wrong|incor
 _TENTATIVE = re.compile(r"\b(?:maybe|perhaps|probably|guess|guessed|suppose|assume|assuming)\b"
                         r"|\b(?:I|we)\s+(?:\w+\s+)?thought\b", re.IGNORECASE)
 # What may follow a math answer in its sentence: a unit of up to three words ("$5$ cm", "$36$ square units").
-_UNIT = re.compile(r"[a-zA-Z]+(?:\s+[a-zA-Z]+){0,2}")
+_UNIT = re.compile(r"[a-zA-Z]+(?:\s+[a-zA-Z]+){0,2}(?:\s*\^\s*\{?[23]\}?)?")
+# Signs that belong to a math answer written just after it: "$50$%", "$5$°" ("$7$!" is an exclamation mark:
+# a factorial would be inside the maths).
+_ATTACHED_SIGN = re.compile(r"\\?%|°|\^\s*\{?\\circ\}?")
+# A remark in brackets after the answer ("$7$ (since 3 + 4 = 7)", "$6$ (option C)"): left out, unless it hedges.
+_REMARK = re.compile(r"\s*\((?P<remark>[^()]*)\)\s*$")
+_MINERVA_CLOSE = re.compile(r"\s*I hope it is correct\W*$", re.IGNORECASE)
 _NOT_A_UNIT = re.compile(r"\b(?:is|are|was|were|be|it|that|this|too|and|or|then|not)\b", re.IGNORECASE)
 # Between math answers that form one list: ", " ", and " " or " " and ".
 _JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)", re.IGNORECASE)
@@ -195,10 +202,17 @@ def _stated_answer(before: str, rest: str) -> str | None:
         return None
     if leading_math_span(rest) is not None:
         answer, end = _joined_math_spans(rest)
-        unit = rest[end:_answer_end(rest, end)].strip(" *_")
-        if unit and not _is_unit(unit):
+        tail = _MINERVA_CLOSE.sub("", rest[end:_answer_end(rest, end)]).strip(" *_")
+        if sign := _ATTACHED_SIGN.match(tail):
+            answer, tail = answer + sign.group(), tail[sign.end():].strip(" *_")
+        tail = tail.removeprefix("!").strip(" *_")
+        if remark := _REMARK.search(tail):
+            if _DOUBT.search(remark.group("remark")) or re.search(r"\bor\b", remark.group("remark")):
+                return None
+            tail = tail[:remark.start()].strip(" *_")
+        if tail and not _is_unit(tail):
             return None
-        answer = f"{answer}\\text{{ {unit}}}" if unit else answer
+        answer = f"{answer}\\text{{ {tail}}}" if tail else answer
     else:
         end = _answer_end(rest, 0)
         answer = rest[:end]
@@ -231,14 +245,14 @@ def _is_unit(text: str) -> bool:
 
 def _doubted_after(rest: str, answer_end: int) -> bool:
     """Whether the text after an answer doubts it: a question mark ending its sentence, a doubting word in
-    its sentence, or later on the line a doubting word, a number or a math span (another candidate)."""
+    its sentence, or later on the line a doubting word or a "no" ("The answer is 5. No, 7."); a later check
+    of the answer ("Let me double-check: 1+2=3. Yes.") does not."""
     sentence_end = _SENTENCE_END.search(rest, answer_end)
     if sentence_end is None:
         return bool(_DOUBT.search(rest[answer_end:]))
     later = rest[sentence_end.end():]
     return sentence_end.group() == "?" or bool(_DOUBT.search(rest[answer_end:sentence_end.start()])
-                                                  or _DOUBT.search(later) or re.search(r"\d", later)
-                                                  or math_spans(later))
+                                                  or _DOUBT.search(later) or re.search(r"\bno\b", later, re.I))
 
 
 def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:

@@ -151,3 +151,10 @@ def test_wrong_programs_still_fail_whatever_is_put_in_front(judge):
              (YEAR_TASK, ""),  # the header alone prints nothing
              (YEAR_TASK, "```python\nprint(365)\n```")]
     assert verdicts(judge, pairs) == ["wrong_answer"] * len(pairs)
+
+
+def test_a_fence_written_after_prose_or_glued_to_the_last_code_line_is_a_fence():
+    from grading.programs import extract_code
+
+    assert extract_code("Here is the code: ```python\nprint(1)\n```\nDone.") == "print(1)\n"
+    assert extract_code("```python\nprint(1)```\nThat's it.") == "print(1)\n"

@@ -252,3 +252,24 @@ def test_a_last_line_of_arithmetic_or_cut_off_mid_step_is_no_answer(verifier, re
 ])
 def test_a_last_line_that_is_a_value_is_still_the_answer(verifier, response, reference):
     assert_graded(verifier, response, reference, True)
+
+
+# Shapes a review found lost by the first version of the answer-line reader (they graded correct before it).
+
+
+@pytest.mark.parametrize(("response", "reference"), [
+    ("The answer is $50$%.", "50"), ("The answer is $50$\\%.", "50"), ("The answer is $5$°.", "5"),
+    ("The answer is $7$ (since 3 + 4 = 7).", "7"), ("The answer is $6$ (option C).", "6"),
+    ("The answer is $7$!", "7"),
+    ("The answer is $2\\sqrt{3}$ units^2.", "2\\sqrt{3}"),
+    ("Final Answer: $\\frac{3}{4}$ I hope it is correct.", "3/4"),
+    ("The answer is 3. Let me double-check: 1+2=3. Yes.", "3"), ("The answer is 2 sqrt 3.", "2\\sqrt{3}"),
+    ("The answer is $5$" + " " * 20_000 + "cm", "5"),  # a run of spaces once took seconds per 10,000
+])
+def test_an_answer_line_keeps_its_answer_beside_signs_remarks_and_checks(verifier, response, reference):
+    assert_graded(verifier, response, reference, True)
+
+
+@pytest.mark.parametrize("response", ["The answer is $5$ (or maybe $8$).", "The answer is 5. No, 7."])
+def test_a_remark_or_a_later_sentence_that_takes_the_answer_back_still_extracts_nothing(response):
+    assert extract_answer(response) is None
