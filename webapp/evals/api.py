@@ -235,7 +235,9 @@ class EvalRunViewSet(CancelMixin, ScopedViewSet):
         return Response(GraderAuditSerializer(audit).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[LengthCurveQuerySerializer], filters=False, responses={
-        200: LengthCurvesSerializer, 400: error("A parameter is invalid, or the evaluation has no such benchmark.")})
+        200: LengthCurvesSerializer,
+        400: OpenApiResponse(OpenApiTypes.OBJECT, description="A parameter is invalid, or the evaluation has no "
+                                                              "such benchmark; the body names it.")})
     @action(detail=True, methods=["get"], url_path="length-curve", pagination_class=None)
     def length_curve(self, request, pk=None):
         """Accuracy by response length: each benchmark's samples binned by response tokens (report figure 5's
