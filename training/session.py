@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -59,6 +60,11 @@ class RunSession:
     def model(self):
         return self.trainer.model
 
+    @cached_property
+    def records_fingerprint(self) -> str:
+        """The prompts' hash each checkpoint keeps (the records do not change during a session: hashed once)."""
+        return prompts_fingerprint(self.records)
+
     def save(self, iteration: int) -> CheckpointReport | None:
         """Every rank calls it; the main rank writes (with all ranks' replay buffers and the rollouts made ahead)
         and returns the report."""
@@ -72,7 +78,7 @@ class RunSession:
         if self.context.is_main:
             state = {"rng": rng_state(self.numpy_rng), "sampler": self.sampler.state_dict(),
                      **replay_buffer_state(*zip(*rank_buffers)), "rollouts_ahead": self.ahead.state_dict(),
-                     "prompts_fingerprint": prompts_fingerprint(self.records)}
+                     "prompts_fingerprint": self.records_fingerprint}
             report = save_checkpoint(self.paths.output_dir, iteration, self.model, self.tokenizer,
                                      config_to_dict(self.config, deployment=False), state)
         distributed.barrier()  # nobody goes on (or resumes) before the checkpoint is complete
