@@ -21,6 +21,7 @@ from training.config import RLConfig
 from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
 from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, loaded_model_window, resolve_model_path
+from training.models.memory_fit import check_training_fits, local_process_count
 from training.prompting import prompt_ids
 from training.resume_config import check_resume, prompts_fingerprint
 from grading.cot_judge import CotJudge
@@ -113,7 +114,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
         raise ValueError(f"overlap_rollouts {OVERLAP_NEEDS_ONE_PROCESS}; this run has {context.world_size}")
     numpy_rng = seed_everything(config.seed)
     if context.is_main and (leftovers := remove_unfinished_saves(paths.output_dir)):
-        hooks.log(f"removed {len(leftovers)} checkpoint folder(s) an interrupted save left: "
+        hooks.log(f"removed {len(leftovers)} checkpoint folder(s) an interrupted save or removal left: "
                   f"{', '.join(path.name for path in leftovers)}")
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)
@@ -125,6 +126,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     # every prompt plus max_response_tokens fits the model's context window, or a clear refusal before anything runs
     prompt_lengths = {record.prompt_id: len(ids) for record, ids in zip(records, prompts)}
     check_session_prompts(config, loaded_model_window(model_path), prompt_lengths)
+    check_model_fits(config, model_path)  # a model larger than memory: a clear refusal, not the OOM killer
     trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
     sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations,
                            hard_problems_by=config.hard_problems_by,
@@ -154,6 +156,14 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
                                                                 EngineSettings.of_run(config),
                                                                 trainer=trainer)
     return session
+
+
+def check_model_fits(config: RLConfig, model_path: str) -> None:
+    """ModelTooLarge when the trainer's least memory need (from the weights' headers) exceeds what this machine
+    or its GPU has free (not checked on the GPU beside a vLLM sidecar, whose memory may be freed for training)."""
+    on_gpu = torch.cuda.is_available()
+    gpu_free = torch.cuda.mem_get_info()[0] if on_gpu and not config.vllm_sidecar_socket else None
+    check_training_fits(model_path, config.trainer_backend, on_gpu, local_process_count(), gpu_free)
 
 
 def load_rank_state(trainer, checkpoint: Path, rank: int, hooks: TrainingHooks) -> None:
