@@ -10,6 +10,8 @@ The state machine (every state has a way out; tests/workers/test_job_states.py w
     running --cancel (user), seen between steps (worker)---------> cancelled
     running --cancel (user) while the heartbeat is stale---------> cancelled at once
     running --heartbeat stale, no cancel (periodic recovery)-----> queued, and its task sent again
+    running --heartbeat stale, claim (a redelivered task)--------> running on the new worker
+    running --heartbeat stale for the JOB_MAX_LOST_WORKERS-th time, no cancel (periodic recovery) -> failed
     running --heartbeat stale, cancel pending (periodic recovery)-> cancelled
     running --cancel pending for JOB_CANCEL_GRACE_SECONDS: the heartbeat stops, then recovery -> cancelled
     failed, cancelled --resume (user; RL runs and variants)------> queued
@@ -21,6 +23,12 @@ heartbeat is older than JOB_STALE_AFTER_SECONDS belongs to a dead worker. A work
 from it (re-queued, then claimed by another) stops at its next check and records nothing: every write of
 its results happens in `holding_claim` (the row locked, still this worker's running job) or through
 `update_held`, and raises JobTakenOver otherwise. `started_at` keeps the first start; every claim is logged.
+
+`lost_workers` counts the deaths of the workers that ran the row, each once: by the recovery that re-queues it,
+or by the claim that takes it over while still running (a Celery redelivery after the worker was killed). A job
+that kills its worker every time (the kernel's OOM killer) would otherwise loop for ever: the death that brings
+the count to JOB_MAX_LOST_WORKERS fails the row instead (no claim takes a row that close to the limit; the
+recovery fails it, with an error for the researcher). A resume resets the count.
 
 A queued row's task goes to the broker after the row's commit (`create_queued`, `send_after_commit`); until
 the broker took it, `unsent_since` says since when the row waits. A broker that is down leaves the row
@@ -37,8 +45,8 @@ from typing import Callable, Iterator
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce, Concat
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Cast, Coalesce, Concat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
@@ -49,9 +57,14 @@ logger = logging.getLogger(__name__)
 SEND_GRACE_SECONDS = 30
 
 
+def log_stamp() -> str:
+    """The timestamp that opens a log line."""
+    return f"{timezone.now():%Y-%m-%d %H:%M:%S}"
+
+
 def stamped_line(line: str) -> str:
     """A log line with its timestamp and newline."""
-    return f"{timezone.now():%Y-%m-%d %H:%M:%S} {line.rstrip()}\n"
+    return f"{log_stamp()} {line.rstrip()}\n"
 
 
 class JobTakenOver(Exception):
@@ -87,6 +100,9 @@ class Job(models.Model):
     log = models.TextField(blank=True)
     unsent_since = models.DateTimeField(null=True, blank=True, help_text="Queued since then and its task not yet "
                                         "handed to the broker (null once sent); the recovery sends it.")
+    lost_workers = models.PositiveSmallIntegerField(default=0, help_text="Times a worker died while running it (its "
+                                                    "heartbeat went stale); at JOB_MAX_LOST_WORKERS it fails. A "
+                                                    "resume resets it.")
 
     class Meta:
         abstract = True
@@ -102,19 +118,38 @@ class Job(models.Model):
 
     @classmethod
     def claimable(cls) -> Q:
-        """Queued rows, and running rows abandoned by a dead worker (resumed where they stopped)."""
-        abandoned = Q(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before())
+        """Queued rows, and running rows abandoned by a dead worker (resumed where they stopped) unless that death
+        is their JOB_MAX_LOST_WORKERS-th: the recovery fails those."""
+        abandoned = Q(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before(),
+                      lost_workers__lt=settings.JOB_MAX_LOST_WORKERS - 1)
         return (Q(status=JobStatus.QUEUED) | abandoned) & Q(cancel_requested=False)
 
     @classmethod
     def claim(cls, pk: int, worker: str) -> bool:
-        """Move a claimable row to running; True for exactly one caller. The first start is kept."""
+        """Move a claimable row to running; True for exactly one caller. The first start is kept; taking over an
+        abandoned running row counts its dead worker (`lost_workers`) and logs it, in the same UPDATE."""
         now = timezone.now()
+        was_abandoned = Q(status=JobStatus.RUNNING)  # SET expressions see the row as it was before the UPDATE
         claimed = cls.objects.filter(cls.claimable(), pk=pk).update(
             status=JobStatus.RUNNING, started_at=Coalesce(F("started_at"), Value(now)), heartbeat_at=now,
-            worker=worker, log=Concat(F("log"), Value(stamped_line(f"started on {worker}"))),
+            worker=worker,
+            lost_workers=Case(When(was_abandoned, then=F("lost_workers") + 1), default=F("lost_workers"),
+                              output_field=models.PositiveSmallIntegerField()),
+            log=Concat(F("log"), Case(When(was_abandoned, then=cls.taken_over_line()), default=Value(""),
+                                      output_field=models.TextField()),
+                       Value(stamped_line(f"started on {worker}")), output_field=models.TextField()),
         )
         return claimed == 1
+
+    @staticmethod
+    def taken_over_line() -> Concat:
+        """The log line, as an SQL expression over the row before the claim's UPDATE, of a claim that takes over
+        an abandoned running row: its dead worker and the count it brings `lost_workers` to."""
+        lost_workers = Cast(F("lost_workers") + 1, models.TextField())
+        return Concat(Value(f"{log_stamp()} worker "), F("worker"),
+                      Value(f" lost: no heartbeat for {settings.JOB_STALE_AFTER_SECONDS} s (lost workers: "),
+                      lost_workers, Value(f"; it fails at {settings.JOB_MAX_LOST_WORKERS}); taken over\n"),
+                      output_field=models.TextField())
 
     @classmethod
     def heartbeat(cls, pk: int, worker: str | None = None) -> bool:
@@ -128,13 +163,14 @@ class Job(models.Model):
     @classmethod
     def recover_stale(cls, send: Callable[[int], None]) -> list[int]:
         """Running rows of dead workers (heartbeat older than JOB_STALE_AFTER_SECONDS): a pending cancel is
-        finished as cancelled, the others go back to queued and `send(pk)` sends their task again, in the same
-        transaction (a failed send leaves the row running and stale, for the next pass). Returns the re-queued
-        ids. Each move is a conditional UPDATE, so workers recovering at once never double a row."""
+        finished as cancelled; the others count the death in `lost_workers` and go back to queued, `send(pk)`
+        sending their task again in the same transaction (a failed send leaves the row running and stale, for
+        the next pass), or fail when the death is their JOB_MAX_LOST_WORKERS-th. Returns the re-queued ids. Each
+        move is a conditional UPDATE, so workers recovering at once never double a row or a count."""
         requeued = []
         stale = cls.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cls.stale_before())
-        for pk, worker, cancel in stale.values_list("pk", "worker", "cancel_requested"):
-            still_stale = cls.objects.filter(pk=pk, status=JobStatus.RUNNING, worker=worker,
+        for pk, worker, cancel, lost_before in stale.values_list("pk", "worker", "cancel_requested", "lost_workers"):
+            still_stale = cls.objects.filter(pk=pk, status=JobStatus.RUNNING, worker=worker, lost_workers=lost_before,
                                              heartbeat_at__lt=cls.stale_before())
             lost = f"worker {worker or '(unknown)'} lost: no heartbeat for {settings.JOB_STALE_AFTER_SECONDS} s"
             if cancel:
@@ -142,12 +178,31 @@ class Job(models.Model):
                                       log=Concat(F("log"), Value(stamped_line(f"{lost}; cancelled as requested")))):
                     cls.objects.get(pk=pk).discard_inputs()
                 continue
+            lost_workers = lost_before + 1
+            if lost_workers >= settings.JOB_MAX_LOST_WORKERS:
+                cls.fail_lost(pk, still_stale, lost_workers, lost)
+                continue
+            counted = f"{lost} (lost workers: {lost_workers}; it fails at {settings.JOB_MAX_LOST_WORKERS})"
             with transaction.atomic():
-                if still_stale.update(status=JobStatus.QUEUED, worker="",
-                                      log=Concat(F("log"), Value(stamped_line(f"{lost}; re-queued")))):
+                if still_stale.update(status=JobStatus.QUEUED, worker="", lost_workers=lost_workers,
+                                      log=Concat(F("log"), Value(stamped_line(f"{counted}; re-queued")))):
                     send(pk)
                     requeued.append(pk)
         return requeued
+
+    @classmethod
+    def fail_lost(cls, pk: int, still_stale: models.QuerySet, lost_workers: int, lost: str) -> None:
+        """Fail row `pk` (`still_stale`: it, while still stale; one conditional UPDATE) whose worker died for the
+        `lost_workers`-th time, the limit: re-queued, it would loop for ever."""
+        times = "once" if lost_workers == 1 else f"{lost_workers} times"
+        error = (f"its worker died {times} while running it (killed from outside: most often the "
+                 "machine ran out of memory; see the worker's log). Resume it (RL runs) or launch it again to try "
+                 "again.")
+        if still_stale.update(status=JobStatus.FAILED, finished_at=timezone.now(), error=error, traceback="",
+                              lost_workers=lost_workers,
+                              log=Concat(F("log"), Value(stamped_line(f"{lost}; failed: {error}")))):
+            logger.warning("%s %s failed: %s", cls.__name__, pk, error)
+            cls.objects.get(pk=pk).discard_inputs()  # no worker runs it again
 
     @classmethod
     def create_queued(cls, send: Callable[[int], None], **fields) -> Job:

@@ -153,11 +153,15 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 # and re-queues them (or finishes them as cancelled when a cancel was pending).
 JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 10)
 JOB_STALE_AFTER_SECONDS = envint("JOB_STALE_AFTER_SECONDS", 90)
+# A job whose worker died this many times while running it (an OOM kill every time) fails instead of looping.
+JOB_MAX_LOST_WORKERS = envint("JOB_MAX_LOST_WORKERS", 3)
 JOB_RECOVERY_INTERVAL_SECONDS = envint("JOB_RECOVERY_INTERVAL_SECONDS", 30)
 # A running job that has not stopped this long after its cancel (hung) stops beating, and recovery cancels it.
 JOB_CANCEL_GRACE_SECONDS = envint("JOB_CANCEL_GRACE_SECONDS", 600)
 if JOB_STALE_AFTER_SECONDS < 3 * JOB_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("JOB_STALE_AFTER_SECONDS must be at least three heartbeats (JOB_HEARTBEAT_SECONDS)")
+if JOB_MAX_LOST_WORKERS < 1:
+    raise ImproperlyConfigured("JOB_MAX_LOST_WORKERS must be at least 1 (the worker deaths that fail a job)")
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 MODELS_DIR = DATA_DIR / "models"  # model presets created on first use (the `tiny` model)

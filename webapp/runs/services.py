@@ -61,12 +61,13 @@ def launch_run(**fields) -> RLRun:
 def resume_run(run: RLRun, user) -> bool:
     """Re-queue a failed or cancelled run (its worker resumes from the newest checkpoint); False otherwise.
 
-    The conditional UPDATE makes two clicks queue it once; the earlier error stays in the log.
+    The conditional UPDATE makes two clicks queue it once; the earlier error stays in the log. The count of its
+    lost workers starts again at 0: the user deliberately tries again.
     """
     with transaction.atomic():
         resumed = RLRun.objects.filter(pk=run.pk, status__in=RESUMABLE_STATUSES).update(
             status=JobStatus.QUEUED, cancel_requested=False, error="", traceback="", finished_at=None,
-            heartbeat_at=None, worker="", unsent_since=timezone.now())
+            heartbeat_at=None, worker="", unsent_since=timezone.now(), lost_workers=0)
         if resumed:
             earlier = f" (was {run.status}{': ' + run.error if run.error else ''})"
             RLRun.append_log(run.pk, f"resumed by {user}{earlier}")
