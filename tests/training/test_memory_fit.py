@@ -13,7 +13,9 @@ from common.knobs import parse_config
 from training import session as session_module
 from training.config import RLConfig
 from training.models import memory_fit
-from training.models.memory_fit import GIB, ModelTooLarge, check_training_fits, stored_parameter_count
+from training.models.memory_fit import (
+    GIB, ModelTooLarge, check_inference_fits, check_training_fits, stored_parameter_count,
+)
 from training.types import PromptRecord, TrainingHooks
 
 
@@ -103,3 +105,28 @@ def test_start_session_refuses_a_model_larger_than_memory_before_loading_it(tmp_
     records = [PromptRecord(prompt_id="p-1", problem="What is 2+3?", answer="5")]
     with pytest.raises(ModelTooLarge, match=r"has 1000.00B parameters; training it with the torch trainer needs"):
         session_module.start_session(config, records, run_paths, TrainingHooks())
+
+
+def test_generation_needs_the_weights_in_their_loaded_dtype(tmp_path):
+    write_header_only(tmp_path / "model.safetensors", {"w": [1_000_000_000]})
+    check_inference_fits(str(tmp_path), on_gpu=False, host_bytes=4 * 10**9)
+    with pytest.raises(ModelTooLarge) as raised:
+        check_inference_fits(str(tmp_path), on_gpu=False, host_bytes=4 * 10**9 - 1)
+    assert str(raised.value) == (
+        f"model {tmp_path} has 1.00B parameters; generating with it needs at least 3.7 GiB of host memory (its "
+        "weights in float32, 4 bytes a parameter), and 3.7 GiB is available: choose a smaller model")
+    check_inference_fits(str(tmp_path), on_gpu=True, gpu_free_bytes=2 * GIB, host_bytes=2 * GIB)
+    with pytest.raises(ModelTooLarge, match=r"1.9 GiB of GPU memory \(its weights in bfloat16"):
+        check_inference_fits(str(tmp_path), on_gpu=True, gpu_free_bytes=GIB, host_bytes=64 * GIB)
+
+
+def test_an_evaluation_model_larger_than_memory_is_refused_before_loading(tmp_path, tiny_model_dir):
+    from training.generation import ModelGenerator
+
+    huge = tmp_path / "huge"
+    shutil.copytree(tiny_model_dir, huge)
+    for weights in huge.glob("*.safetensors"):
+        weights.unlink()
+    write_header_only(huge / "model.safetensors", {"w": [10**12]})
+    with pytest.raises(ModelTooLarge, match="has 1000.00B parameters; generating with it needs at least"):
+        ModelGenerator(str(huge))

@@ -106,18 +106,43 @@ def check_training_fits(model_path: str, trainer_backend: str, trains_on_gpu: bo
                         gpu_free_bytes: int | None = None, host_bytes: int | None = None) -> None:
     """ModelTooLarge naming the model, its size, what must be held and the memory there is, when the trainer's
     least need exceeds it; nothing when the folder has no safetensors headers to read (a hub id, .bin weights)."""
-    folder = Path(model_path)
-    parameters = stored_parameter_count(folder) if folder.is_dir() else None
+    parameters = _folder_parameters(model_path)
+    if parameters:
+        host = available_host_bytes() if host_bytes is None else host_bytes
+        advice = ", or trainer_backend megatron to split it over GPUs" if trainer_backend == "torch" else ""
+        _refuse_short(model_path, parameters, f"training it with the {trainer_backend} trainer", advice,
+                      training_needs(parameters, trainer_backend, trains_on_gpu, local_processes, host,
+                                     gpu_free_bytes))
+
+
+def check_inference_fits(model_path: str, on_gpu: bool, gpu_free_bytes: int | None = None,
+                         host_bytes: int | None = None) -> None:
+    """The same for generation alone (an evaluation, a judge): the weights in the dtype they are loaded in,
+    float32 on a CPU, bfloat16 on a GPU (loaded on the host first, then moved)."""
+    parameters = _folder_parameters(model_path)
     if not parameters:
         return
     host = available_host_bytes() if host_bytes is None else host_bytes
-    for need in training_needs(parameters, trainer_backend, trains_on_gpu, local_processes, host, gpu_free_bytes):
+    width, dtype = (2, "bfloat16") if on_gpu else (4, "float32")
+    holds = f"its weights in {dtype}, {width} bytes a parameter"
+    needs = [MemoryNeed("host memory", parameters * width, host, holds)] if host is not None else []
+    if on_gpu and gpu_free_bytes is not None:
+        needs.append(MemoryNeed("GPU memory", parameters * width, gpu_free_bytes, holds))
+    _refuse_short(model_path, parameters, "generating with it", "", needs)
+
+
+def _folder_parameters(model_path: str) -> int | None:
+    folder = Path(model_path)
+    return stored_parameter_count(folder) if folder.is_dir() else None
+
+
+def _refuse_short(model_path: str, parameters: int, doing: str, advice: str, needs: list[MemoryNeed]) -> None:
+    for need in needs:
         if not need.fits:
             raise ModelTooLarge(
-                f"model {model_path} has {parameters / 1e9:.2f}B parameters; training it with the {trainer_backend} "
-                f"trainer needs at least {need.needed_bytes / GIB:.1f} GiB of {need.where} ({need.holds}), and "
-                f"{need.available_bytes / GIB:.1f} GiB is available: choose a smaller model"
-                + (", or trainer_backend megatron to split it over GPUs" if trainer_backend == "torch" else ""))
+                f"model {model_path} has {parameters / 1e9:.2f}B parameters; {doing} needs at least "
+                f"{need.needed_bytes / GIB:.1f} GiB of {need.where} ({need.holds}), and "
+                f"{need.available_bytes / GIB:.1f} GiB is available: choose a smaller model{advice}")
 
 
 def local_process_count() -> int:
