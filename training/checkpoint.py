@@ -16,7 +16,7 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ STATE_FILE = "training_state.pt"
 CONFIG_FILE = "mirrorlab_config.json"
 RANK_STATE_DIR = "rank_state"  # each rank's trainer state a checkpoint's weights do not hold (rank-<r>.pt)
 PREFIX = "iteration-"
+REMOVING_SUFFIX = ".removing"  # a checkpoint folder set aside to be deleted (keep_last_checkpoints)
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,45 @@ def save_checkpoint(output_dir: Path, iteration: int, model, tokenizer, config: 
 
 
 def remove_unfinished_saves(output_dir: Path) -> list[Path]:
-    """Delete the staging folders of saves a crash interrupted (`*.partial`, `*.rank_state`): a full copy of the
-    weights each, which no resume reads and a save of another iteration never replaces. Returns them."""
+    """Delete the staging folders of saves a crash interrupted (`*.partial`, `*.rank_state`) and the checkpoints
+    whose removal it interrupted (`*.removing`): a full copy of the weights each, which no resume reads and a save
+    of another iteration never replaces. Returns them."""
     root = Path(output_dir) / "checkpoints"
-    leftovers = sorted(path for pattern in (f"{PREFIX}*.partial", f"{PREFIX}*.rank_state")
-                       for path in root.glob(pattern) if path.is_dir())
+    patterns = (f"{PREFIX}*.partial", f"{PREFIX}*.rank_state", f"{PREFIX}*{REMOVING_SUFFIX}")
+    leftovers = sorted(path for pattern in patterns for path in root.glob(pattern) if path.is_dir())
     for path in leftovers:
         shutil.rmtree(path, ignore_errors=True)
     return leftovers
+
+
+def remove_checkpoints(output_dir: Path, iterations: list[int], log: Callable[[str], None]) -> list[int]:
+    """Delete these checkpoints of a run, each crash-safely: its folder (rank_state included) is first renamed to
+    `<name>.removing`, which resuming ignores and remove_unfinished_saves deletes, then deleted. A failure is
+    logged and the run goes on. Returns the iterations whose checkpoint is gone (renamed: no resume reads it
+    again, even when deleting its files failed)."""
+    removed = []
+    for iteration in iterations:
+        folder = checkpoint_dir(output_dir, iteration)
+        aside = folder.with_name(folder.name + REMOVING_SUFFIX)
+        try:
+            shutil.rmtree(aside, ignore_errors=True)  # an earlier removal of this iteration that a crash interrupted
+            os.rename(folder, aside)
+        except OSError as error:
+            log(f"could not remove the checkpoint of iteration {iteration} ({error}); it stays")
+            continue
+        removed.append(iteration)
+        try:
+            shutil.rmtree(aside)
+        except OSError as error:
+            log(f"checkpoint of iteration {iteration}: could not delete {aside} ({error}); the run's next start "
+                "deletes it")
+    return removed
+
+
+def removals_left(output_dir: Path) -> list[Path]:
+    """The folders of checkpoint removals a crash interrupted (`*.removing`), which the next session deletes."""
+    root = Path(output_dir) / "checkpoints"
+    return sorted(path for path in root.glob(f"{PREFIX}*{REMOVING_SUFFIX}") if path.is_dir())
 
 
 def pending_rank_state_dir(output_dir: Path, iteration: int) -> Path:
@@ -134,10 +166,14 @@ def folder_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
 
 
+def checkpoint_iteration(folder: Path) -> int:
+    """The iteration of a checkpoint folder, from its name (`iteration-000012`, or a set-aside `....removing`)."""
+    return int(Path(folder).name.removeprefix(PREFIX).removesuffix(REMOVING_SUFFIX))
+
+
 def checkpoint_report(folder: Path) -> CheckpointReport:
     """The report of a saved checkpoint folder: its iteration (from the name), path and size."""
-    return CheckpointReport(iteration=int(folder.name.removeprefix(PREFIX)), path=folder,
-                            size_bytes=folder_bytes(folder))
+    return CheckpointReport(iteration=checkpoint_iteration(folder), path=folder, size_bytes=folder_bytes(folder))
 
 
 def complete_checkpoint_dirs(output_dir: Path) -> list[Path]:

@@ -169,7 +169,10 @@ def progress_hooks(total: int) -> tuple[TrainingHooks, Any]:
             holder.pop("bar").close()
 
     hooks = TrainingHooks(on_iteration=on_iteration, log=lambda line: bar().write(line),
-                          on_checkpoint=lambda report: bar().write(f"checkpoint: {report.path}"))
+                          on_checkpoint=lambda report: bar().write(f"checkpoint: {report.path}"),
+                          on_checkpoints_removed=lambda iterations: bar().write(
+                              f"checkpoints removed (keep_last_checkpoints): iterations "
+                              f"{', '.join(map(str, iterations))}"))
     return hooks, close
 
 

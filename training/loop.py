@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -12,6 +13,8 @@ import torch
 from grading.cot_judge.modes import RULE
 from training import distributed
 from training.batch import build_policy_batch
+from training.checkpoint import checkpoint_iteration, complete_checkpoint_dirs, remove_checkpoints
+from training.checkpoint_retention import checkpoints_to_remove
 from training.collect import RolloutLimits, StreamKey, new_groups
 from training.iteration_rollouts import IterationRollouts, roll_out_iteration
 from training.config import RLConfig
@@ -20,7 +23,9 @@ from training.rollout.repeats import RepeatLimits
 from training.group_rewards import ScoredGroups, sample_reports, score_groups
 from training.session import RunSession, start_session
 from training.trajectories import Group, ReplayBuffer
-from training.types import IterationReport, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome
+from training.types import (
+    IterationReport, PinnedCheckpointsUnknown, PromptRecord, RunPaths, SampleReport, TrainingHooks, TrainingOutcome,
+)
 
 REPEAT_LIMITS = RepeatLimits()  # a block of <= 32 tokens repeated >= 4 times over >= 16 tokens
 
@@ -38,16 +43,36 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
         for iteration in range(session.next_iteration, config.iterations + 1):
             if distributed.broadcast_from_main(hooks.should_stop()):  # asked on the main rank, obeyed by all
                 if last_saved < iteration - 1:
-                    hooks.on_checkpoint(session.save(iteration - 1))
+                    save_checkpoint(session, iteration - 1, hooks)
                 return TrainingOutcome(iterations_done=iteration - 1, stopped_early=True)
             hooks.on_iteration(run_iteration(session, iteration))
             if iteration % config.checkpoint_every_iterations == 0 or iteration == config.iterations:
-                hooks.on_checkpoint(session.save(iteration))
+                save_checkpoint(session, iteration, hooks)
                 last_saved = iteration
     finally:
         session.close()
     # resumed past a shortened `iterations`: the checkpoint's iterations are what was done
     return TrainingOutcome(iterations_done=max(config.iterations, session.next_iteration - 1), stopped_early=False)
+
+
+def save_checkpoint(session: RunSession, iteration: int, hooks: TrainingHooks) -> None:
+    """Save (every rank), report it, then remove what keep_last_checkpoints no longer keeps (the main rank: it
+    alone writes the checkpoints, and its hooks know which ones are pinned)."""
+    hooks.on_checkpoint(session.save(iteration))
+    if session.config.keep_last_checkpoints and session.context.is_main:
+        remove_old_checkpoints(session.paths.output_dir, session.config.keep_last_checkpoints, hooks)
+
+
+def remove_old_checkpoints(output_dir: Path, keep_last: int, hooks: TrainingHooks) -> None:
+    """Remove the checkpoints beyond the newest `keep_last` (training.checkpoint_retention) and report them."""
+    try:
+        pinned = hooks.pinned_checkpoints()
+    except PinnedCheckpointsUnknown as error:
+        hooks.log(f"keep_last_checkpoints: old checkpoints kept this time ({error})")
+        return
+    saved = [checkpoint_iteration(folder) for folder in complete_checkpoint_dirs(output_dir)]
+    if removed := remove_checkpoints(output_dir, checkpoints_to_remove(saved, keep_last, pinned), hooks.log):
+        hooks.on_checkpoints_removed(removed)
 
 
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:

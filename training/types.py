@@ -83,6 +83,10 @@ def _ignore(*_args: Any) -> None:
     return None
 
 
+def _none_pinned() -> set[int]:
+    return set()
+
+
 @dataclass(frozen=True)
 class TrainingHooks:
     """How an engine reports progress and learns that it should stop (checked between iterations)."""
@@ -91,6 +95,14 @@ class TrainingHooks:
     on_checkpoint: Callable[[CheckpointReport], None] = _ignore
     log: Callable[[str], None] = _ignore
     should_stop: Callable[[], bool] = _never
+    # keep_last_checkpoints: the iterations whose checkpoints must stay (asked before removing any), and the
+    # iterations whose checkpoint folders were removed
+    pinned_checkpoints: Callable[[], set[int]] = _none_pinned
+    on_checkpoints_removed: Callable[[list[int]], None] = _ignore
+
+
+class PinnedCheckpointsUnknown(RuntimeError):
+    """`pinned_checkpoints` could not tell which checkpoints must stay: the run keeps its old ones this time."""
 
 
 @dataclass(frozen=True)

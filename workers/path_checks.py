@@ -23,8 +23,13 @@ from webapp.prompts.models import PromptSetImport, uploads_folder
 from webapp.runs.models import Checkpoint, RLRun
 
 def check_checkpoint(checkpoint: Checkpoint | None, field: str) -> None:
-    """A checkpoint registered by path must still be one its project may use."""
-    if checkpoint is not None and not checkpoint.written_by_worker:
+    """A checkpoint must still have its files (keep_last_checkpoints removes some of a run's); one registered by
+    path must still be one its project may use."""
+    if checkpoint is None:
+        return
+    if removed := checkpoint.files_removed_error():
+        raise PathRefused(field, removed)
+    if not checkpoint.written_by_worker:
         checked_checkpoint_path(checkpoint.project_id, checkpoint.path, field)
 
 

@@ -15,12 +15,13 @@ from common.knobs import parse_config
 from training.types import CheckpointReport, IterationReport, PromptRecord, SampleReport, TrainingHooks
 from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
+from webapp.runs.retention import pinned_iterations
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
 from workers.path_checks import check_run_paths
 from workers.rl_node_job import request_node_joins
 from workers.rl_run_paths import run_paths, torchrun_run_key
-from training.checkpoint import PREFIX, checkpoint_report, complete_checkpoint_dirs
+from training.checkpoint import PREFIX, checkpoint_iteration, checkpoint_report, complete_checkpoint_dirs, removals_left
 from training.torchrun.launcher import needs_torchrun, run_under_torchrun
 
 
@@ -76,7 +77,7 @@ def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) ->
     with run.holding_claim():
         checkpoint, _ = Checkpoint.objects.update_or_create(
             project_id=run.project_id, run=run, iteration=report.iteration,
-            defaults={"path": str(report.path), "size_bytes": report.size_bytes})
+            defaults={"path": str(report.path), "size_bytes": report.size_bytes, "files_removed_at": None})
         RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} "
                                  f"({report.size_bytes / 1e6:.1f} MB)")
         if run.evaluation_suite_id and evaluation_due(config, report.iteration):
@@ -84,6 +85,17 @@ def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) ->
                                            checkpoint=checkpoint, rollout_engine=config.rollout_engine,
                                            seed=config.seed, owner_id=run.owner_id)
             RLRun.append_log(run.pk, f"queued evaluation #{evaluation.pk} of iteration {report.iteration}")
+
+
+def record_checkpoints_removed(run: RLRun, config: RLConfig, iterations: list[int]) -> None:
+    """Mark the checkpoints whose files keep_last_checkpoints removed, with a log line each; the rows stay (the
+    evaluations that measured them keep pointing to them). While this worker holds the run (JobTakenOver
+    otherwise)."""
+    with run.holding_claim():
+        Checkpoint.objects.filter(run=run, iteration__in=iterations).update(files_removed_at=timezone.now())
+        for iteration in iterations:
+            RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} removed: "
+                                     f"keep_last_checkpoints={config.keep_last_checkpoints}")
 
 
 def evaluation_due(config: RLConfig, iteration: int) -> bool:
@@ -105,7 +117,10 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
     writing a checkpoint or an iteration and recording it: a checkpoint newer than the last recorded iteration is
     set aside (renamed `.partial`, which resuming ignores and the session deletes when it starts), so the
     run redoes those iterations and records them (an exact resume reproduces them); an older checkpoint without
-    its row is recorded. The files are touched only while this worker holds the run (JobTakenOver otherwise)."""
+    its row is recorded; a checkpoint whose removal (keep_last_checkpoints) the worker died before recording is
+    recorded as removed (its `.removing` folder, which the session deletes when it starts, says so). A removed
+    checkpoint has no folder: nothing else to reconcile. The files are touched only while this worker holds the
+    run (JobTakenOver otherwise)."""
     with run.holding_claim():
         recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
         recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
@@ -119,6 +134,10 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
                                          "not recorded, so it is done again")
             elif iteration not in recorded:  # sized only here: a recorded checkpoint is not read again
                 record_checkpoint(run, config, checkpoint_report(folder))
+        interrupted = [checkpoint_iteration(folder) for folder in removals_left(output_dir)]
+        if unrecorded := list(Checkpoint.objects.filter(run=run, iteration__in=interrupted, files_removed_at=None)
+                              .values_list("iteration", flat=True)):
+            record_checkpoints_removed(run, config, sorted(unrecorded))
 
 
 def run_rl_job(run: RLRun) -> None:
@@ -134,6 +153,8 @@ def run_rl_job(run: RLRun) -> None:
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
         log=lambda line: RLRun.log_alive(run.pk, line, run.worker),  # long phases such as the warm-up report here
         should_stop=run.should_stop,
+        pinned_checkpoints=lambda: pinned_iterations(run),
+        on_checkpoints_removed=lambda iterations: record_checkpoints_removed(run, config, iterations),
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
         outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 RESUMABLE_KNOBS = frozenset({
     "iterations",  # extend (or shorten) the run
     "checkpoint_every_iterations", "evaluate_every_iterations", "stored_samples_per_iteration",  # bookkeeping
+    "keep_last_checkpoints",  # retention: which old checkpoint folders stay on disk, not what the run learns
     "micro_batch_size",  # gradient accumulation: the same gradient in smaller passes (the knob to lower after an OOM)
     "vllm_sidecar_socket", "hybrid_release",  # where and how the vLLM servers run
     "nnodes", "nproc_per_node", "node_rank", "rdzv_endpoint", "rdzv_id",  # the deployment of the processes

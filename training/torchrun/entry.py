@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     records = [PromptRecord(**record) for record in spec["records"]]
     paths = RunPaths(output_dir=Path(spec["output_dir"]), models_dir=Path(spec["models_dir"]))
     context = distributed.init_from_environment()
-    hooks = file_hooks(Path(spec["events"]), Path(spec["stop"])) if context.is_main else TrainingHooks()
+    pinned = Path(spec["pinned"]) if spec.get("pinned") else None
+    hooks = file_hooks(Path(spec["events"]), Path(spec["stop"]), pinned) if context.is_main else TrainingHooks()
     try:
         outcome = trainer_backends.get(config.trainer_backend)(config, records, paths, hooks)
     finally:

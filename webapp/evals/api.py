@@ -141,6 +141,8 @@ class EvalRunSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
         model = attrs.get("model", getattr(self.instance, "model", ""))
         if error := checkpoint_or_model_error(checkpoint, model):
             raise serializers.ValidationError({"checkpoint": error})
+        if attrs.get("checkpoint") is not None and (error := attrs["checkpoint"].files_removed_error()):
+            raise serializers.ValidationError({"checkpoint": [error]})
         if attrs.get("model"):
             project = attrs.get("project") or self.instance.project
             try:

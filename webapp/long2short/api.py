@@ -14,6 +14,7 @@ from webapp.api_schema import cancel_schema
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
+from webapp.long2short.parents import parents_source_run
 from webapp.long2short.services import launch_variant, variant_parameter_errors
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
@@ -49,11 +50,14 @@ class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSeriali
             raise serializers.ValidationError({"parent_run": "give a parent run or a parent checkpoint"})
         if error := parent_checkpoint_error(current("parent_run"), current("parent_checkpoint")):
             raise serializers.ValidationError({"parent_checkpoint": error})
+        if attrs.get("parent_checkpoint") is not None and (error := attrs["parent_checkpoint"].files_removed_error()):
+            raise serializers.ValidationError({"parent_checkpoint": [error]})
         if self.instance is None or attrs.keys() & {"method", "parameters"}:
-            attrs["parameters"] = self.resolved_parameters(attrs, current("method"), current("project"))
+            descends_from = parents_source_run(current("parent_run"), current("parent_checkpoint"))
+            attrs["parameters"] = self.resolved_parameters(attrs, current("method"), current("project"), descends_from)
         return attrs
 
-    def resolved_parameters(self, attrs, method: str, project) -> dict:
+    def resolved_parameters(self, attrs, method: str, project, descends_from: RLRun | None) -> dict:
         """The method's settings with defaults filled in (a PATCH of the same method keeps the stored ones it
         omits), refused naming `parameters` and the knob when they are invalid or can never run."""
         stored = self.instance.parameters if self.instance is not None and self.instance.method == method else None
@@ -62,7 +66,7 @@ class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSeriali
             parameters = resolve_config(LONG2SHORT_CONFIGS[method], patched_settings(self, stored, given) or {})
         except serializers.ValidationError as error:
             raise serializers.ValidationError({"parameters": error.detail}) from None
-        if errors := variant_parameter_errors(project, method, parameters):
+        if errors := variant_parameter_errors(project, method, parameters, descends_from):
             raise serializers.ValidationError({"parameters": {name: [reason] for name, reason in errors.items()}})
         return parameters
 

@@ -30,6 +30,11 @@ def source_run(variant: Long2ShortVariant) -> RLRun | None:
     return None
 
 
+def parents_source_run(parent_run: RLRun | None, parent_checkpoint: Checkpoint | None) -> RLRun | None:
+    """The run a variant with these parents would descend from (source_run, before the variant exists)."""
+    return source_run(Long2ShortVariant(parent_run=parent_run, parent_checkpoint=parent_checkpoint))
+
+
 def pending_parent_run(variant: Long2ShortVariant) -> RLRun | None:
     """The parent run the variant waits for: queued or running (a chosen parent checkpoint never waits)."""
     if variant.parent_checkpoint_id or not variant.parent_run_id:
@@ -98,4 +103,7 @@ def run_checkpoints_at(run: RLRun | None, iterations: list[int]) -> list[Checkpo
         saved = ", ".join(str(i) for i in run.checkpoints.order_by("iteration").values_list("iteration", flat=True))
         raise ValueError(f"other_run_iterations: run '{run.name}' (#{run.pk}) has no checkpoint at iteration "
                          f"{', '.join(missing)} (saved: {saved or 'none'})")
+    if removed := next((error for iteration in iterations
+                        if (error := by_iteration[iteration].files_removed_error())), None):
+        raise ValueError(f"other_run_iterations: {removed}")
     return [by_iteration[iteration] for iteration in iterations]

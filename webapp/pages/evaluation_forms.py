@@ -108,7 +108,8 @@ BenchmarkFormSet = forms.formset_factory(
 
 class CheckpointChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, checkpoint: Checkpoint) -> str:
-        return f"{checkpoint} (#{checkpoint.pk})"
+        removed = " (files removed)" if checkpoint.files_removed_at else ""
+        return f"{checkpoint} (#{checkpoint.pk}){removed}"
 
 
 class EvaluationLaunchForm(StrictFormMixin, forms.Form):
@@ -138,6 +139,8 @@ class EvaluationLaunchForm(StrictFormMixin, forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         self.refuse_unknown_input()
+        if cleaned.get("checkpoint") is not None and (removed := cleaned["checkpoint"].files_removed_error()):
+            self.add_error("checkpoint", removed)
         if "checkpoint" in cleaned and "model" in cleaned:
             cleaned["model"] = cleaned["model"].strip()
             error = checkpoint_or_model_error(cleaned["checkpoint"], cleaned["model"])

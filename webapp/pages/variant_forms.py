@@ -11,6 +11,7 @@ from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.api import parent_checkpoint_error
 from webapp.long2short.models import Long2ShortMethod
+from webapp.long2short.parents import parents_source_run
 from webapp.long2short.services import variant_parameter_errors
 from webapp.pages.forms import KnobFormMixin
 from webapp.runs.models import Checkpoint, RLRun
@@ -26,7 +27,7 @@ def chosen_method(data) -> str:
 
 class CheckpointChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, checkpoint: Checkpoint) -> str:
-        return f"#{checkpoint.pk} {checkpoint}"
+        return f"#{checkpoint.pk} {checkpoint}" + (" (files removed)" if checkpoint.files_removed_at else "")
 
 
 class VariantLaunchForm(KnobFormMixin, forms.Form):
@@ -66,13 +67,16 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
             self.add_error("parent_run", "Choose a parent run or a parent checkpoint.")
         if error := parent_checkpoint_error(run, checkpoint):
             self.add_error("parent_checkpoint", error)
+        elif checkpoint is not None and (error := checkpoint.files_removed_error()):
+            self.add_error("parent_checkpoint", error)
         self.parse_knobs()
         if self.config is not None:
-            self.check_method_settings()
+            self.check_method_settings(parents_source_run(run, checkpoint))
         return cleaned
 
-    def check_method_settings(self) -> None:
+    def check_method_settings(self, descends_from: RLRun | None) -> None:
         """Settings that can never run (a merge with nothing to merge...), checked as the API checks them."""
         method = self.fields["method"].initial
-        for name, reason in variant_parameter_errors(self.project, method, config_to_dict(self.config)).items():
+        errors = variant_parameter_errors(self.project, method, config_to_dict(self.config), descends_from)
+        for name, reason in errors.items():
             self.add_error(name if name in self.fields else None, reason)

@@ -27,6 +27,6 @@ class TrainingSampleAdmin(admin.ModelAdmin):
 
 @admin.register(Checkpoint)
 class CheckpointAdmin(admin.ModelAdmin):
-    list_display = ("id", "project", "run", "variant", "iteration", "path", "size_bytes")
+    list_display = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "files_removed_at")
     list_filter = ("project",)
     raw_id_fields = ("run", "variant")

@@ -183,12 +183,14 @@ class CheckpointSerializer(ProjectScopedSerializer):
     read_only_reasons = {**ProjectScopedSerializer.read_only_reasons,
                          "run": "a run's checkpoints are saved by its worker",
                          "variant": "a variant's checkpoints are saved by its worker",
-                         "size_bytes": "measured from the path"}
+                         "size_bytes": "measured from the path",
+                         "files_removed_at": "set by the run's worker when keep_last_checkpoints removes the files"}
 
     class Meta:
         model = Checkpoint
-        fields = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "created_at")
-        read_only_fields = ("run", "variant", "size_bytes")
+        fields = ("id", "project", "run", "variant", "iteration", "path", "size_bytes", "created_at",
+                  "files_removed_at")
+        read_only_fields = ("run", "variant", "size_bytes", "files_removed_at")
         extra_kwargs = {"path": {"help_text": "Absolute path of the checkpoint's directory (Hugging Face layout) "
                                               "inside the project's own checkpoint folders or under "
                                               "MIRRORLAB_MODEL_ROOTS, on storage the web server shares with the "

@@ -119,6 +119,10 @@ class Checkpoint(models.Model):
     path = models.CharField(max_length=500, help_text="Directory of the checkpoint.")
     size_bytes = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    files_removed_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When the run's worker removed the checkpoint's files (keep_last_checkpoints); the row stays, with "
+                  "the evaluations that measured it.")
 
     objects = CheckpointQuerySet.as_manager()
 
@@ -130,6 +134,13 @@ class Checkpoint(models.Model):
     def written_by_worker(self) -> bool:
         """A checkpoint of a run or a variant, saved by its worker (else registered by a user)."""
         return self.run_id is not None or self.variant_id is not None
+
+    def files_removed_error(self) -> str | None:
+        """Why the checkpoint can no longer be evaluated or used by a variant (its files were removed), or None."""
+        if self.files_removed_at is None:
+            return None
+        return (f"checkpoint #{self.pk} ({self}): its files were removed by keep_last_checkpoints on "
+                f"{self.files_removed_at:%Y-%m-%d %H:%M}; choose a checkpoint whose files are kept")
 
     def __str__(self) -> str:
         source = self.run or self.variant
