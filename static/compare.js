@@ -2,7 +2,6 @@
 (function () {
   "use strict";
   var ACCURACY_METRICS = { train_accuracy: true };
-  var CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
   var HEADROOM = 0.05;  // of the y span, above the highest point, so it does not touch the top edge
   var FEW_INTEGERS = 10;  // an x span (iterations or tokens) up to this gets a tick at every integer
 
@@ -43,25 +42,11 @@
       legend: { orientation: "h", y: -0.25 },
       xaxis: xAxis(xLabel, traces),
       yaxis: yAxis(yLabel, isFraction, traces),
-      paper_bgcolor: "rgba(0,0,0,0)",
-      plot_bgcolor: "rgba(0,0,0,0)",
-      // The modebar's default background comes from the transparent paper: half-black, shown
-      // even off hover. Light, it vanishes with its buttons.
-      modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
     };
   }
 
   function addChart(container, title, traces, layout) {
-    var card = document.createElement("section");
-    card.className = "card";
-    var heading = document.createElement("h2");
-    heading.textContent = title;
-    var chart = document.createElement("div");
-    chart.className = "chart";
-    card.appendChild(heading);
-    card.appendChild(chart);
-    container.appendChild(card);
-    window.Plotly.newPlot(chart, traces, layout, CONFIG);
+    window.MirrorlabCharts.draw(window.MirrorlabCharts.card(container, title), traces, layout);
   }
 
   function metricTraces(chart, smoothing) {
@@ -95,7 +80,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var container = document.getElementById("compare-charts");
     var source = document.getElementById("compare-data");
-    if (!container || !source || !window.Plotly) { return; }
+    if (!container || !source || !window.Plotly || !window.MirrorlabCharts) { return; }
     var data = JSON.parse(source.textContent);
     data.metrics.forEach(function (chart) {
       var title = chart.label + (data.smoothing > 0 ? " (smoothed " + data.smoothing + ")" : "");

@@ -25,25 +25,15 @@
     xaxis: { title: { text: "response tokens" }, rangemode: "tozero" },
     yaxis: { title: { text: "accuracy" }, tickformat: ".0%", range: [0, 1], automargin: true },
     yaxis2: { title: { text: "samples" }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false },
-    paper_bgcolor: "rgba(0,0,0,0)",
-    plot_bgcolor: "rgba(0,0,0,0)",
-    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
   };
 
   document.addEventListener("DOMContentLoaded", function () {
     var container = document.getElementById("length-curves");
     var source = document.getElementById("length-curve-data");
-    if (!container || !source || !window.Plotly) { return; }
+    if (!container || !source || !window.Plotly || !window.MirrorlabCharts) { return; }
     JSON.parse(source.textContent).forEach(function (curve) {
-      var figure = document.createElement("figure");
-      var caption = document.createElement("figcaption");
-      caption.textContent = curve.benchmark + " (bins of " + curve.bin_tokens + " tokens)";
-      var plot = document.createElement("div");
-      plot.className = "chart";
-      figure.appendChild(caption);
-      figure.appendChild(plot);
-      container.appendChild(figure);
-      window.Plotly.newPlot(plot, traces(curve), layout, { responsive: true, displaylogo: false, displayModeBar: "hover" });
+      var caption = curve.benchmark + " (bins of " + curve.bin_tokens + " tokens)";
+      window.MirrorlabCharts.draw(window.MirrorlabCharts.figure(container, caption), traces(curve), layout);
     });
   });
 })();

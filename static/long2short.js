@@ -29,30 +29,16 @@
     legend: { orientation: "h", y: -0.25 },
     xaxis: { title: { text: "mean response tokens" }, rangemode: "tozero" },
     yaxis: { title: { text: "accuracy" }, tickformat: ".0%", automargin: true },
-    paper_bgcolor: "rgba(0,0,0,0)",
-    plot_bgcolor: "rgba(0,0,0,0)",
-    // The modebar's default background comes from the transparent paper: half-black, shown
-    // even off hover. Light, it vanishes with its buttons.
-    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
   };
 
   document.addEventListener("DOMContentLoaded", function () {
     var container = document.getElementById("long2short-charts");
     var source = document.getElementById("long2short-data");
-    if (!container || !source || !window.Plotly) { return; }
+    if (!container || !source || !window.Plotly || !window.MirrorlabCharts) { return; }
     var data = JSON.parse(source.textContent);
     data.charts.forEach(function (chart) {
-      var card = document.createElement("section");
-      card.className = "card";
-      var heading = document.createElement("h2");
-      heading.textContent = chart.benchmark;
-      var plot = document.createElement("div");
-      plot.className = "chart";
-      card.appendChild(heading);
-      card.appendChild(plot);
-      container.appendChild(card);
-      window.Plotly.newPlot(plot, traces(chart, data.parent.name), layout,
-                            { responsive: true, displaylogo: false, displayModeBar: "hover" });
+      window.MirrorlabCharts.draw(window.MirrorlabCharts.card(container, chart.benchmark),
+                                  traces(chart, data.parent.name), layout);
     });
   });
 })();

@@ -38,20 +38,13 @@
     yaxis: { title: { text: "accuracy" }, range: [0, 1.05], tickformat: ".0%", color: ACCURACY_COLOR },
     yaxis2: { title: { text: "response length (tokens)" }, overlaying: "y", side: "right", rangemode: "tozero",
               tickmode: "auto", nticks: 6, automargin: true, color: LENGTH_COLOR, showgrid: false },
-    paper_bgcolor: "rgba(0,0,0,0)",
-    plot_bgcolor: "rgba(0,0,0,0)",
-    // The modebar's default background comes from the transparent paper: half-black, shown
-    // even off hover. Light, it vanishes with its buttons.
-    modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
   };
-
-  var CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
 
   function draw(chart, series, benchmarks) {
     if (!series.iteration.length && !Object.keys(benchmarks).length) { return; }
     var empty = chart.querySelector(".chart-empty");
     if (empty) { empty.remove(); }
-    window.Plotly.react(chart, traces(series, benchmarks), layout, CONFIG);
+    window.MirrorlabCharts.draw(chart, traces(series, benchmarks), layout);
   }
 
   function drawTrends(benchmarks) {

@@ -35,10 +35,6 @@
       margin: { t: 50, r: 20, b: 50, l: 60 }, showlegend: false,
       xaxis: { title: { text: "mean response length (tokens)" }, zeroline: false },
       yaxis: { title: { text: "accuracy" }, tickformat: ".0%", rangemode: "tozero" },
-      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-      // The modebar's default background comes from the transparent paper: half-black, shown
-      // even off hover. Light, it vanishes with its buttons.
-      modebar: { bgcolor: "rgba(255, 255, 255, 0.8)", color: "#9ca3af", activecolor: "#1f2937" },
     };
   }
 
@@ -79,8 +75,7 @@
     showRows(tbody, benchmarks);
     Object.keys(benchmarks).forEach(function (name) {
       var points = benchmarks[name];
-      window.Plotly.react(chartFor(container, name), traces(points), layout(name, points.trend),
-                          { responsive: true, displaylogo: false, displayModeBar: "hover" });
+      window.MirrorlabCharts.draw(chartFor(container, name), traces(points), layout(name, points.trend));
     });
   }
 

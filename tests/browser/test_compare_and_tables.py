@@ -119,3 +119,29 @@ def test_a_table_downloaded_from_the_tables_page_is_the_api_export(
     assert set(scores) == {"ours-rl", "baseline"}, rows
     assert (scores["ours-rl"]["aime24 score"], scores["baseline"]["math500 score"]) == ("77.5", "95.0")
     assert scores["ours-rl"]["aime24 mean_tokens"] == "1200"
+
+
+def test_the_evaluation_page_draws_accuracy_by_response_length(live_server, project, alice, browser, shoot):
+    from webapp.evals.models import SampleResult
+
+    suite = BenchmarkSuite.objects.create(project=project, name="lengths", benchmarks=[{"benchmark": "math500"}])
+    evaluation = EvalRun.objects.create(project=project, suite=suite, model="tiny", owner=alice, status="succeeded")
+    samples = [(10, True), (50, True), (99, False), (150, False), (300, True), (399, False)]
+    SampleResult.objects.bulk_create(
+        SampleResult(eval_run=evaluation, benchmark="math500", problem_id=f"p{index}", response_tokens=tokens,
+                     correct=correct) for index, (tokens, correct) in enumerate(samples))
+    BenchmarkResult.objects.create(eval_run=evaluation, benchmark="math500", score=0.5, num_problems=6,
+                                   samples_per_problem=1)
+    log_in(browser, live_server.url, "alice", "alice-password")
+    browser.get(f"{live_server.url}/evaluations/{evaluation.pk}/")
+
+    traces = wait_until(browser, lambda driver: driver.execute_script(TRACES_ON_PAGE), "the length chart")
+    shoot("evaluation-length-curve")
+    accuracy, counts = traces
+    assert (accuracy["name"], counts["name"]) == ("accuracy", "samples")
+    assert sum(counts["y"]) == 6 and len(accuracy["x"]) == len(counts["x"])
+    assert browser.find_element("css selector", "#length-curves figure figcaption").text == \
+        "math500 (bins of 25 tokens)"
+    background = browser.execute_script(
+        "return document.querySelector('#length-curves .js-plotly-plot')._fullLayout.paper_bgcolor;")
+    assert background == "rgba(0,0,0,0)"  # the charts' shared layout reached the page's own
