@@ -39,11 +39,11 @@ class ModelGenerator:
         import torch
 
         from training.models.loading import is_vision_language, load_model, load_tokenizer
-        from training.models.memory_fit import check_inference_fits
+        from training.models.memory_fit import check_inference_fits, free_gpu_bytes
 
         self.model_path = model_path
         on_gpu = torch.cuda.is_available()
-        check_inference_fits(model_path, on_gpu, torch.cuda.mem_get_info()[0] if on_gpu else None)
+        check_inference_fits(model_path, on_gpu, free_gpu_bytes())
         self.tokenizer = load_tokenizer(model_path)
         self.model = load_model(model_path, dtype="bfloat16" if on_gpu else "float32")
         self.model.to("cuda" if on_gpu else "cpu").eval()

@@ -21,7 +21,7 @@ from training.config import RLConfig
 from training.config.run import OVERLAP_NEEDS_ONE_PROCESS
 from training.context_window import check_session_prompts
 from training.models.loading import load_model, load_tokenizer, loaded_model_window, resolve_model_path
-from training.models.memory_fit import check_training_fits, local_process_count
+from training.models.memory_fit import check_training_fits, free_gpu_bytes, local_process_count
 from training.prompting import prompt_ids
 from training.resume_config import check_resume, prompts_fingerprint
 from grading.cot_judge import CotJudge
@@ -127,6 +127,7 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     prompt_lengths = {record.prompt_id: len(ids) for record, ids in zip(records, prompts)}
     check_session_prompts(config, loaded_model_window(model_path), prompt_lengths)
     check_model_fits(config, model_path)  # a model larger than memory: a clear refusal, not the OOM killer
+    distributed.barrier()  # every rank has checked before any loads (a rank's load lowers what the next one sees)
     trainer = trainer_classes.get(config.trainer_backend)(load_model(model_path), config)
     sampler = make_sampler(config.sampling_strategy, records, config.curriculum_iterations,
                            hard_problems_by=config.hard_problems_by,
@@ -162,7 +163,7 @@ def check_model_fits(config: RLConfig, model_path: str) -> None:
     """ModelTooLarge when the trainer's least memory need (from the weights' headers) exceeds what this machine
     or its GPU has free (not checked on the GPU beside a vLLM sidecar, whose memory may be freed for training)."""
     on_gpu = torch.cuda.is_available()
-    gpu_free = torch.cuda.mem_get_info()[0] if on_gpu and not config.vllm_sidecar_socket else None
+    gpu_free = free_gpu_bytes() if on_gpu and not config.vllm_sidecar_socket else None
     check_training_fits(model_path, config.trainer_backend, on_gpu, local_process_count(), gpu_free)
 
 

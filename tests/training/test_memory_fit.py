@@ -43,6 +43,31 @@ def test_parameters_are_counted_from_every_shard_header(tmp_path, tiny_model_dir
     assert stored_parameter_count(tiny_model_dir) == real
 
 
+def test_only_the_files_the_index_names_are_counted(tmp_path):
+    write_header_only(tmp_path / "model-00001-of-00002.safetensors", {"a": [1000]})
+    write_header_only(tmp_path / "model-00002-of-00002.safetensors", {"b": [500]})
+    write_header_only(tmp_path / "consolidated.safetensors", {"a": [1000], "b": [500]})  # Mistral repos ship both
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    assert stored_parameter_count(tmp_path) == 1500
+    (tmp_path / "model.safetensors.index.json").unlink()
+    write_header_only(tmp_path / "model.safetensors", {"a": [1000], "b": [7]})
+    assert stored_parameter_count(tmp_path) == 1007  # transformers loads model.safetensors alone
+
+
+@pytest.mark.parametrize("content", [
+    b"\x01\x02",  # truncated before the length
+    struct.pack("<Q", 2**62) + b"{}",  # a length no file holds
+    struct.pack("<Q", 2) + b"[]",  # a list, not a header
+    struct.pack("<Q", 11) + b'{"w": 3.14}',  # an entry that is no tensor
+    struct.pack("<Q", 14) + b'{"w": {"x":1}}',  # no shape
+])
+def test_a_damaged_header_is_not_estimated_and_left_to_the_loader(tmp_path, content):
+    (tmp_path / "model.safetensors").write_bytes(content)
+    assert stored_parameter_count(tmp_path) is None
+    check_training_fits(str(tmp_path), "torch", trains_on_gpu=False, host_bytes=1)
+
+
 def test_a_folder_without_safetensors_is_not_estimated(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     assert stored_parameter_count(tmp_path) is None
@@ -55,39 +80,59 @@ def test_the_torch_trainer_on_a_cpu_needs_sixteen_bytes_a_parameter_per_process(
     with pytest.raises(ModelTooLarge) as raised:
         check_training_fits(str(tmp_path), "torch", trains_on_gpu=False, host_bytes=16 * 10**9 - 1)
     assert str(raised.value) == (
-        f"model {tmp_path} has 1.00B parameters; training it with the torch trainer needs at least 14.9 GiB of host "
+        f"model {tmp_path} has 1.00B parameters; training it with the torch trainer needs at least 15.0 GiB of host "
         "memory (float32 weights and gradients and AdamW's two moments, 16 bytes a parameter, per process), and "
         "14.9 GiB is available: choose a smaller model, or trainer_backend megatron to split it over GPUs")
-    with pytest.raises(ModelTooLarge, match="29.8 GiB of host memory"):  # two torchrun ranks on this host
+    with pytest.raises(ModelTooLarge, match="29.9 GiB of host memory"):  # two torchrun ranks on this host
         check_training_fits(str(tmp_path), "torch", trains_on_gpu=False, local_processes=2, host_bytes=20 * GIB)
 
 
 def test_on_a_gpu_the_trainer_is_checked_against_the_gpu_and_the_host_holds_the_loading_copy(tmp_path):
     write_header_only(tmp_path / "model.safetensors", {"w": [1_000_000_000]})
     check_training_fits(str(tmp_path), "torch", trains_on_gpu=True, gpu_free_bytes=16 * GIB, host_bytes=4 * GIB)
-    with pytest.raises(ModelTooLarge, match=r"needs at least 14.9 GiB of GPU memory .* and 8.0 GiB is available"):
+    with pytest.raises(ModelTooLarge, match=r"needs at least 15.0 GiB of GPU memory .* and 8.0 GiB is available"):
         check_training_fits(str(tmp_path), "torch", trains_on_gpu=True, gpu_free_bytes=8 * GIB, host_bytes=64 * GIB)
-    with pytest.raises(ModelTooLarge, match=r"3.7 GiB of host memory \(a float32 copy of the weights per process\)"):
+    with pytest.raises(ModelTooLarge, match=r"3.8 GiB of host memory \(a float32 copy of the weights\)"):
         check_training_fits(str(tmp_path), "torch", trains_on_gpu=True, gpu_free_bytes=80 * GIB, host_bytes=GIB)
+    # ranks on GPUs each move their host copy to their GPU: one copy is what is certain, not one per rank
+    check_training_fits(str(tmp_path), "torch", trains_on_gpu=True, local_processes=8, gpu_free_bytes=80 * GIB,
+                        host_bytes=4 * GIB)
 
 
 def test_megatron_is_checked_for_its_host_copy_only(tmp_path):
     write_header_only(tmp_path / "model.safetensors", {"w": [1_000_000_000]})
     check_training_fits(str(tmp_path), "megatron", trains_on_gpu=True, gpu_free_bytes=1, host_bytes=4 * GIB)
-    with pytest.raises(ModelTooLarge, match="megatron trainer needs at least 3.7 GiB of host memory"):
+    with pytest.raises(ModelTooLarge, match="megatron trainer needs at least 3.8 GiB of host memory"):
         check_training_fits(str(tmp_path), "megatron", trains_on_gpu=True, gpu_free_bytes=1, host_bytes=GIB)
 
 
 def test_a_cgroup_limit_lowers_the_available_memory(tmp_path, monkeypatch):
-    limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
+    limit, usage, stat = tmp_path / "memory.max", tmp_path / "memory.current", tmp_path / "memory.stat"
     limit.write_text(f"{8 * GIB}\n")
     usage.write_text(f"{3 * GIB}\n")
-    monkeypatch.setattr(memory_fit, "CGROUP_FILES", (limit, usage))
+    monkeypatch.setattr(memory_fit, "CGROUP_V2", tmp_path)
+    monkeypatch.setattr(memory_fit, "CGROUP_V1", tmp_path / "v1")
     assert memory_fit.available_host_bytes() <= 5 * GIB
     usage.write_text(f"{8 * GIB - 1024}\n")
     assert memory_fit.available_host_bytes() == 1024
+    # page cache the kernel can reclaim (shards just read, checkpoints just written) is not counted as used
+    stat.write_text(f"anon 1024\nfile {6 * GIB}\nactive_file {GIB}\ninactive_file {5 * GIB}\n")
+    assert memory_fit.available_host_bytes() == min(5 * GIB + 1024, memory_fit._meminfo_available())
     limit.write_text("max\n")  # no limit: the kernel's MemAvailable
-    assert memory_fit.available_host_bytes() > 1024
+    assert memory_fit.available_host_bytes() == memory_fit._meminfo_available()
+
+
+def test_a_cgroup_v1_limit_is_read_too(tmp_path, monkeypatch):
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    (v1 / "memory.limit_in_bytes").write_text(f"{4 * GIB}\n")
+    (v1 / "memory.usage_in_bytes").write_text(f"{3 * GIB}\n")
+    (v1 / "memory.stat").write_text(f"cache 100\ntotal_inactive_file {GIB}\n")
+    monkeypatch.setattr(memory_fit, "CGROUP_V2", tmp_path / "no-v2")
+    monkeypatch.setattr(memory_fit, "CGROUP_V1", v1)
+    assert memory_fit._cgroup_available() == 2 * GIB
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    assert memory_fit._cgroup_available() is None
 
 
 def test_start_session_refuses_a_model_larger_than_memory_before_loading_it(tmp_path, run_paths, monkeypatch):
@@ -113,7 +158,7 @@ def test_generation_needs_the_weights_in_their_loaded_dtype(tmp_path):
     with pytest.raises(ModelTooLarge) as raised:
         check_inference_fits(str(tmp_path), on_gpu=False, host_bytes=4 * 10**9 - 1)
     assert str(raised.value) == (
-        f"model {tmp_path} has 1.00B parameters; generating with it needs at least 3.7 GiB of host memory (its "
+        f"model {tmp_path} has 1.00B parameters; generating with it needs at least 3.8 GiB of host memory (its "
         "weights in float32, 4 bytes a parameter), and 3.7 GiB is available: choose a smaller model")
     check_inference_fits(str(tmp_path), on_gpu=True, gpu_free_bytes=2 * GIB, host_bytes=2 * GIB)
     with pytest.raises(ModelTooLarge, match=r"1.9 GiB of GPU memory \(its weights in bfloat16"):
@@ -130,3 +175,15 @@ def test_an_evaluation_model_larger_than_memory_is_refused_before_loading(tmp_pa
     write_header_only(huge / "model.safetensors", {"w": [10**12]})
     with pytest.raises(ModelTooLarge, match="has 1000.00B parameters; generating with it needs at least"):
         ModelGenerator(str(huge))
+
+
+def test_memory_this_process_keeps_cached_counts_as_free_on_the_gpu(monkeypatch):
+    """A GPU worker runs its jobs one after another in one process: what the last job freed sits in PyTorch's
+    cache, which the driver counts as used (faked here: this machine has no GPU)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (10 * GIB, 80 * GIB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda: 50 * GIB)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: 2 * GIB)
+    assert memory_fit.free_gpu_bytes() == 58 * GIB

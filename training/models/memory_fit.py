@@ -3,12 +3,14 @@
 Without it a model larger than the machine dies deep inside the allocator (or the kernel's OOM killer ends the
 worker with no message at all). The estimate is a lower bound: only what the trainer must hold for certain
 (float32 weights and gradients, AdamW's two moments) is counted, never activations, so the check refuses only
-runs that cannot fit.
+runs that cannot fit. A folder whose weights it cannot read (no safetensors, a damaged header) is not estimated:
+the loader reports what is wrong with it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -17,8 +19,12 @@ from pathlib import Path
 GIB = 1024**3
 # float32 weights + float32 gradients + AdamW's exp_avg and exp_avg_sq (float32): what the torch trainer holds
 TORCH_TRAINER_BYTES_PER_PARAMETER = 16
-HOST_COPY_BYTES_PER_PARAMETER = 4  # the float32 Hugging Face copy every process loads first (megatron keeps it)
-CGROUP_FILES = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current"))
+HOST_COPY_BYTES_PER_PARAMETER = 4  # the float32 Hugging Face copy a process loads first (megatron keeps it)
+MAX_HEADER_BYTES = 100 * 1024**2  # safetensors' own limit on a header
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+CGROUP_V2 = Path("/sys/fs/cgroup")  # memory.max, memory.current, memory.stat
+CGROUP_V1 = Path("/sys/fs/cgroup/memory")  # memory.limit_in_bytes, memory.usage_in_bytes, memory.stat
 
 
 class ModelTooLarge(ValueError):
@@ -38,59 +44,104 @@ class MemoryNeed:
 
 
 def stored_parameter_count(folder: Path) -> int | None:
-    """Parameters in the folder's safetensors files, read from their headers only (a few KB each); None when
-    the folder keeps no safetensors weights (nothing to estimate from)."""
-    files = sorted(Path(folder).glob("*.safetensors"))
-    if not files:
+    """Parameters of the folder's weights, read from their safetensors headers only (a few KB each): the files
+    its index names when it has one (a repository may also ship a `consolidated.safetensors` beside the
+    Hugging Face shards, which transformers does not load), else `model.safetensors`, else every safetensors
+    file. None when there is none, or a header cannot be read (nothing to estimate from)."""
+    folder = Path(folder)
+    try:
+        files = weight_files(folder)
+        return sum(_header_parameters(path) for path in files) if files else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, struct.error):
         return None
-    return sum(_header_parameters(path) for path in files)
+
+
+def weight_files(folder: Path) -> list[Path]:
+    index = folder / INDEX_FILE
+    if index.is_file():
+        return [folder / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+    if (folder / SINGLE_FILE).is_file():
+        return [folder / SINGLE_FILE]
+    return sorted(folder.glob("*.safetensors"))
 
 
 def _header_parameters(path: Path) -> int:
     """A safetensors file starts with the header's length (8 bytes, little-endian) and a JSON header of every
-    tensor's dtype, shape and offsets."""
+    tensor's dtype, shape and offsets; ValueError for a length no real header has."""
     with open(path, "rb") as handle:
         (length,) = struct.unpack("<Q", handle.read(8))
+        if length > min(MAX_HEADER_BYTES, path.stat().st_size - 8):
+            raise ValueError(f"{path}: header length {length} exceeds the file or safetensors' limit")
         header = json.loads(handle.read(length))
-    count = 0
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        numel = 1
-        for size in entry["shape"]:
-            numel *= size
-        count += numel
-    return count
+    return sum(math.prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__")
 
 
 def available_host_bytes() -> int | None:
     """Memory this process can still take: the kernel's MemAvailable, lowered by a cgroup (container) limit;
     None where neither can be read."""
-    candidates = []
-    meminfo = Path("/proc/meminfo")
-    if meminfo.is_file():
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                candidates.append(int(line.split()[1]) * 1024)
-    limit_file, usage_file = CGROUP_FILES
+    candidates = [value for value in (_meminfo_available(), _cgroup_available()) if value is not None]
+    return min(candidates) if candidates else None
+
+
+def _meminfo_available() -> int | None:
     try:
-        limit = limit_file.read_text().strip()
-        if limit != "max":
-            candidates.append(int(limit) - int(usage_file.read_text().strip()))
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available() -> int | None:
+    """The container's limit less what it uses, the page cache the kernel can reclaim (inactive files: model
+    shards just read, checkpoints just written) not counted as used; cgroup v2, else v1; None without a limit."""
+    for limit_name, usage_name, inactive_name in (("memory.max", "memory.current", "inactive_file"),
+                                                  ("memory.limit_in_bytes", "memory.usage_in_bytes",
+                                                   "total_inactive_file")):
+        root = CGROUP_V2 if limit_name == "memory.max" else CGROUP_V1
+        try:
+            limit = (root / limit_name).read_text().strip()
+            usage = int((root / usage_name).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or int(limit) >= 2**60:  # v1 writes a huge number for "no limit"
+            return None
+        return int(limit) - max(0, usage - _stat_value(root / "memory.stat", inactive_name))
+    return None
+
+
+def _stat_value(path: Path, name: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == name:
+                return int(value)
     except (OSError, ValueError):
         pass
-    return min(candidates) if candidates else None
+    return 0
+
+
+def free_gpu_bytes() -> int | None:
+    """Free memory of the current GPU, counting what this process's PyTorch keeps cached but unused as free (an
+    earlier job of the same worker leaves its freed blocks there); None without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, _total = torch.cuda.mem_get_info()
+    return free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
 
 def training_needs(parameters: int, trainer_backend: str, trains_on_gpu: bool, local_processes: int,
                    host_bytes: int | None, gpu_free_bytes: int | None) -> list[MemoryNeed]:
-    """The memory needs that can be checked for a run of `parameters` parameters: every local process first
-    loads a float32 copy on the host; the torch trainer then holds weights, gradients and AdamW moments on its
-    device (the host, `local_processes` times, on a CPU; its GPU otherwise). Megatron's shards depend on its
-    parallel layout and are left to it."""
+    """The memory needs that can be checked for a run of `parameters` parameters. On a CPU the torch trainer
+    holds weights, gradients and AdamW moments in host memory, in each of the `local_processes` at once. On a
+    GPU it holds them on its GPU, and the host holds the float32 copy loaded first (one process's: each moves its
+    copy off the host). Megatron's shards depend on its parallel layout and are left to it: only its float32
+    host copy is checked."""
     needs = []
-    host_need = parameters * HOST_COPY_BYTES_PER_PARAMETER * local_processes
-    holds = "a float32 copy of the weights per process"
+    host_need, holds = parameters * HOST_COPY_BYTES_PER_PARAMETER, "a float32 copy of the weights"
     if trainer_backend == "torch" and not trains_on_gpu:
         host_need = parameters * TORCH_TRAINER_BYTES_PER_PARAMETER * local_processes
         holds = "float32 weights and gradients and AdamW's two moments, 16 bytes a parameter, per process"
@@ -105,7 +156,7 @@ def training_needs(parameters: int, trainer_backend: str, trains_on_gpu: bool, l
 def check_training_fits(model_path: str, trainer_backend: str, trains_on_gpu: bool, local_processes: int = 1,
                         gpu_free_bytes: int | None = None, host_bytes: int | None = None) -> None:
     """ModelTooLarge naming the model, its size, what must be held and the memory there is, when the trainer's
-    least need exceeds it; nothing when the folder has no safetensors headers to read (a hub id, .bin weights)."""
+    least need exceeds it; nothing when there are no safetensors headers to read (a hub id, .bin weights)."""
     parameters = _folder_parameters(model_path)
     if parameters:
         host = available_host_bytes() if host_bytes is None else host_bytes
@@ -138,11 +189,12 @@ def _folder_parameters(model_path: str) -> int | None:
 
 def _refuse_short(model_path: str, parameters: int, doing: str, advice: str, needs: list[MemoryNeed]) -> None:
     for need in needs:
-        if not need.fits:
+        if not need.fits:  # the need rounded up and the memory down: never "needs 14.9 and 14.9 is available"
             raise ModelTooLarge(
                 f"model {model_path} has {parameters / 1e9:.2f}B parameters; {doing} needs at least "
-                f"{need.needed_bytes / GIB:.1f} GiB of {need.where} ({need.holds}), and "
-                f"{need.available_bytes / GIB:.1f} GiB is available: choose a smaller model{advice}")
+                f"{math.ceil(need.needed_bytes / GIB * 10) / 10:.1f} GiB of {need.where} ({need.holds}), and "
+                f"{math.floor(need.available_bytes / GIB * 10) / 10:.1f} GiB is available: choose a smaller "
+                f"model{advice}")
 
 
 def local_process_count() -> int:
