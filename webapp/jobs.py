@@ -14,7 +14,7 @@ The state machine (every state has a way out; tests/workers/test_job_states.py w
     running --heartbeat stale for the JOB_MAX_LOST_WORKERS-th time, no cancel (periodic recovery) -> failed
     running --heartbeat stale, cancel pending (periodic recovery)-> cancelled
     running --cancel pending for JOB_CANCEL_GRACE_SECONDS: the heartbeat stops, then recovery -> cancelled
-    failed, cancelled --resume (user; RL runs and variants)------> queued
+    failed, cancelled --resume (user; RL runs)-------------------> queued
 
 A worker claims a row with one conditional UPDATE (exactly one caller wins); while the job runs, a
 heartbeat thread stamps `heartbeat_at` every JOB_HEARTBEAT_SECONDS. Every worker runs the recovery
@@ -101,8 +101,10 @@ class Job(models.Model):
     unsent_since = models.DateTimeField(null=True, blank=True, help_text="Queued since then and its task not yet "
                                         "handed to the broker (null once sent); the recovery sends it.")
     lost_workers = models.PositiveSmallIntegerField(default=0, help_text="Times a worker died while running it (its "
-                                                    "heartbeat went stale); at JOB_MAX_LOST_WORKERS it fails. A "
-                                                    "resume resets it.")
+                                                    "heartbeat went stale); at JOB_MAX_LOST_WORKERS it fails. An "
+                                                    "RL run's resume, or its next checkpoint, resets it.")
+    # what the error of a job failed by its dead workers tells the researcher to do (kinds that resume say so)
+    retry_hint = "Launch it again to try again."
 
     class Meta:
         abstract = True
@@ -196,8 +198,7 @@ class Job(models.Model):
         `lost_workers`-th time, the limit: re-queued, it would loop for ever."""
         times = "once" if lost_workers == 1 else f"{lost_workers} times"
         error = (f"its worker died {times} while running it (killed from outside: most often the "
-                 "machine ran out of memory; see the worker's log). Resume it (RL runs) or launch it again to try "
-                 "again.")
+                 f"machine ran out of memory; see the worker's log). {cls.retry_hint}")
         if still_stale.update(status=JobStatus.FAILED, finished_at=timezone.now(), error=error, traceback="",
                               lost_workers=lost_workers,
                               log=Concat(F("log"), Value(stamped_line(f"{lost}; failed: {error}")))):

@@ -56,6 +56,7 @@ def test_each_death_is_counted_and_the_third_fails_the_job_without_sending_its_t
     assert (run.status, run.lost_workers) == (JobStatus.FAILED, 3) and run.finished_at
     assert run.error.startswith("its worker died 3 times while running it (killed from outside: most often the "
                                 "machine ran out of memory; see the worker's log).")
+    assert run.error.endswith("see the worker's log). Resume it to try again: it goes on from its newest checkpoint.")
     assert "worker host:3 lost" in run.log and run.log.rstrip().endswith(run.error)
     assert RLRun.recover_stale(send=sent.append) == [] and not RLRun.claim(run.pk, "host:4")  # it stays failed
 

@@ -71,6 +71,8 @@ class Prompt(models.Model):
 class PromptSetImport(Job):
     """A prompt set being imported from a Hugging Face dataset by a cpu worker (workers/prompt_import_job.py)."""
 
+    retry_hint = "Import it again to try again (an uploaded file was deleted with the failed import: upload it again)."
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prompt_set_imports")
     name = models.CharField(max_length=200, help_text="Name of the prompt set the import creates.")
     description = models.TextField(blank=True)

@@ -14,6 +14,8 @@ RESUMABLE_STATUSES = (JobStatus.FAILED, JobStatus.CANCELLED)
 class RLRun(Job):
     """One RL run: a validated config (training.config.RLConfig) and its lifecycle."""
 
+    retry_hint = "Resume it to try again: it goes on from its newest checkpoint."
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rl_runs")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='long2shortvariant',
             name='lost_workers',
-            field=models.PositiveSmallIntegerField(default=0, help_text='Times a worker died while running it (its heartbeat went stale); at JOB_MAX_LOST_WORKERS it fails. A resume resets it.'),
+            field=models.PositiveSmallIntegerField(default=0, help_text='Times a worker died while running it (its heartbeat went stale); at JOB_MAX_LOST_WORKERS it fails. An RL run\'s resume, or its next checkpoint, resets it.'),
         ),
     ]
