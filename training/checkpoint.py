@@ -136,12 +136,6 @@ def remove_checkpoints(output_dir: Path, iterations: list[int], log: Callable[[s
     return removed
 
 
-def removals_left(output_dir: Path) -> list[Path]:
-    """The folders of checkpoint removals a crash interrupted (`*.removing`), which the next session deletes."""
-    root = Path(output_dir) / "checkpoints"
-    return sorted(path for path in root.glob(f"{PREFIX}*{REMOVING_SUFFIX}") if path.is_dir())
-
-
 def pending_rank_state_dir(output_dir: Path, iteration: int) -> Path:
     """Where the ranks write their trainer state before save_checkpoint moves it into the checkpoint."""
     final = checkpoint_dir(output_dir, iteration)

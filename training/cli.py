@@ -164,15 +164,17 @@ def progress_hooks(total: int) -> tuple[TrainingHooks, Any]:
         length = "-" if report.mean_response_length is None else f"{report.mean_response_length:.1f}"
         bar().set_postfix(accuracy=accuracy, length=length, refresh=True)
 
+    def approve_removals(iterations: list[int]) -> list[int]:
+        bar().write(f"removing checkpoints (keep_last_checkpoints): iterations {', '.join(map(str, iterations))}")
+        return iterations
+
     def close() -> None:
         if "bar" in holder:
             holder.pop("bar").close()
 
     hooks = TrainingHooks(on_iteration=on_iteration, log=lambda line: bar().write(line),
                           on_checkpoint=lambda report: bar().write(f"checkpoint: {report.path}"),
-                          on_checkpoints_removed=lambda iterations: bar().write(
-                              f"checkpoints removed (keep_last_checkpoints): iterations "
-                              f"{', '.join(map(str, iterations))}"))
+                          approve_checkpoint_removals=approve_removals)
     return hooks, close
 
 

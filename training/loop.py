@@ -57,22 +57,24 @@ def run(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hook
 
 def save_checkpoint(session: RunSession, iteration: int, hooks: TrainingHooks) -> None:
     """Save (every rank), report it, then remove what keep_last_checkpoints no longer keeps (the main rank: it
-    alone writes the checkpoints, and its hooks know which ones are pinned)."""
+    alone writes the checkpoints, and its hooks know which ones jobs still need)."""
     hooks.on_checkpoint(session.save(iteration))
     if session.config.keep_last_checkpoints and session.context.is_main:
         remove_old_checkpoints(session.paths.output_dir, session.config.keep_last_checkpoints, hooks)
 
 
 def remove_old_checkpoints(output_dir: Path, keep_last: int, hooks: TrainingHooks) -> None:
-    """Remove the checkpoints beyond the newest `keep_last` (training.checkpoint_retention) and report them."""
+    """Remove the checkpoints beyond the newest `keep_last` (training.checkpoint_retention) that the hooks approve
+    (and have recorded as removed); none when the hooks cannot tell."""
+    saved = [checkpoint_iteration(folder) for folder in complete_checkpoint_dirs(output_dir)]
+    if not (candidates := checkpoints_to_remove(saved, keep_last, pinned=set())):
+        return
     try:
-        pinned = hooks.pinned_checkpoints()
+        approved = set(hooks.approve_checkpoint_removals(candidates))
     except PinnedCheckpointsUnknown as error:
         hooks.log(f"keep_last_checkpoints: old checkpoints kept this time ({error})")
         return
-    saved = [checkpoint_iteration(folder) for folder in complete_checkpoint_dirs(output_dir)]
-    if removed := remove_checkpoints(output_dir, checkpoints_to_remove(saved, keep_last, pinned), hooks.log):
-        hooks.on_checkpoints_removed(removed)
+    remove_checkpoints(output_dir, [iteration for iteration in candidates if iteration in approved], hooks.log)
 
 
 def run_iteration(session: RunSession, iteration: int) -> IterationReport:

@@ -83,8 +83,8 @@ def _ignore(*_args: Any) -> None:
     return None
 
 
-def _none_pinned() -> set[int]:
-    return set()
+def _approve_all(iterations: list[int]) -> list[int]:
+    return list(iterations)
 
 
 @dataclass(frozen=True)
@@ -95,14 +95,15 @@ class TrainingHooks:
     on_checkpoint: Callable[[CheckpointReport], None] = _ignore
     log: Callable[[str], None] = _ignore
     should_stop: Callable[[], bool] = _never
-    # keep_last_checkpoints: the iterations whose checkpoints must stay (asked before removing any), and the
-    # iterations whose checkpoint folders were removed
-    pinned_checkpoints: Callable[[], set[int]] = _none_pinned
-    on_checkpoints_removed: Callable[[list[int]], None] = _ignore
+    # keep_last_checkpoints: given the iterations whose checkpoints the loop wants to remove (oldest first), returns
+    # those it may remove, having durably recorded them as removed before it returns (so a crash between the
+    # answer and the deletion leaves nothing unrecorded, and a job can no longer choose them); the loop deletes
+    # only those. Raises PinnedCheckpointsUnknown to keep every checkpoint this time. Default: approve all.
+    approve_checkpoint_removals: Callable[[list[int]], list[int]] = _approve_all
 
 
 class PinnedCheckpointsUnknown(RuntimeError):
-    """`pinned_checkpoints` could not tell which checkpoints must stay: the run keeps its old ones this time."""
+    """`approve_checkpoint_removals` could not tell which checkpoints may go: the run keeps them all this time."""
 
 
 @dataclass(frozen=True)

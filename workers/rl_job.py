@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from training.config import RLConfig
 from training.backends import trainer_backends
 from common.knobs import parse_config
-from training.types import CheckpointReport, IterationReport, PromptRecord, SampleReport, TrainingHooks
+from training.types import (
+    CheckpointReport, IterationReport, PinnedCheckpointsUnknown, PromptRecord, SampleReport, TrainingHooks,
+)
 from webapp.evals.services import launch_evaluation
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
-from webapp.runs.retention import pinned_iterations
+from webapp.runs.retention import approve_removals
 from workers.eval_job import storable_text
 from workers.jobs import JobCancelled
 from workers.path_checks import check_run_paths
 from workers.rl_node_job import request_node_joins
 from workers.rl_run_paths import run_paths, torchrun_run_key
-from training.checkpoint import PREFIX, checkpoint_iteration, checkpoint_report, complete_checkpoint_dirs, removals_left
+from training.checkpoint import (
+    PREFIX, checkpoint_dir, checkpoint_iteration, checkpoint_report, complete_checkpoint_dirs, remove_checkpoints,
+)
 from training.torchrun.launcher import needs_torchrun, run_under_torchrun
+
+logger = logging.getLogger(__name__)
 
 
 def prompt_records(run: RLRun) -> list[PromptRecord]:
@@ -73,8 +81,10 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
 def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) -> None:
     """One row per saved iteration (a resumed run that saves the same iteration again updates it),
     and an evaluation of it on the run's suite when the cadence says so; all or nothing, while this worker holds
-    the run (JobTakenOver otherwise)."""
+    the run (JobTakenOver otherwise). A new checkpoint is durable progress: the deaths of earlier workers no longer
+    count towards JOB_MAX_LOST_WORKERS."""
     with run.holding_claim():
+        RLRun.objects.filter(pk=run.pk).update(lost_workers=0)
         checkpoint, _ = Checkpoint.objects.update_or_create(
             project_id=run.project_id, run=run, iteration=report.iteration,
             defaults={"path": str(report.path), "size_bytes": report.size_bytes, "files_removed_at": None})
@@ -87,15 +97,26 @@ def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) ->
             RLRun.append_log(run.pk, f"queued evaluation #{evaluation.pk} of iteration {report.iteration}")
 
 
-def record_checkpoints_removed(run: RLRun, config: RLConfig, iterations: list[int]) -> None:
-    """Mark the checkpoints whose files keep_last_checkpoints removed, with a log line each; the rows stay (the
-    evaluations that measured them keep pointing to them). While this worker holds the run (JobTakenOver
-    otherwise)."""
-    with run.holding_claim():
-        Checkpoint.objects.filter(run=run, iteration__in=iterations).update(files_removed_at=timezone.now())
-        for iteration in iterations:
-            RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} removed: "
-                                     f"keep_last_checkpoints={config.keep_last_checkpoints}")
+def approve_checkpoint_removals(run: RLRun, config: RLConfig, iterations: list[int]) -> list[int]:
+    """The hook of keep_last_checkpoints: of these iterations, those no queued or running job needs, recorded as
+    removed with a log line each before the loop deletes their files (webapp.runs.retention.approve_removals); the
+    rows stay (the evaluations that measured them keep pointing to them). While this worker holds the run
+    (JobTakenOver otherwise); a database error keeps every checkpoint this time (PinnedCheckpointsUnknown)."""
+    try:
+        with run.holding_claim():
+            approved = approve_removals(run, iterations)
+            log_removed(run, config, approved)
+    except DatabaseError as error:
+        logger.warning("run %s: keep_last_checkpoints could not ask the database which checkpoints may go: %s",
+                       run.pk, error)
+        raise PinnedCheckpointsUnknown(f"the database could not tell which checkpoints jobs need: {error}") from error
+    return approved
+
+
+def log_removed(run: RLRun, config: RLConfig, iterations: list[int]) -> None:
+    for iteration in iterations:
+        RLRun.append_log(run.pk, f"checkpoint of iteration {iteration} removed: "
+                                 f"keep_last_checkpoints={config.keep_last_checkpoints}")
 
 
 def evaluation_due(config: RLConfig, iteration: int) -> bool:
@@ -117,10 +138,11 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
     writing a checkpoint or an iteration and recording it: a checkpoint newer than the last recorded iteration is
     set aside (renamed `.partial`, which resuming ignores and the session deletes when it starts), so the
     run redoes those iterations and records them (an exact resume reproduces them); an older checkpoint without
-    its row is recorded; a checkpoint whose removal (keep_last_checkpoints) the worker died before recording is
-    recorded as removed (its `.removing` folder, which the session deletes when it starts, says so). A removed
-    checkpoint has no folder: nothing else to reconcile. The files are touched only while this worker holds the
-    run (JobTakenOver otherwise)."""
+    its row is recorded. A removed checkpoint (keep_last_checkpoints) is recorded before its folder goes, so a
+    folder whose row is marked removed is one whose deletion a crash interrupted: it goes now (a `.removing` one
+    goes when the session starts); a row still unmarked whose folder is missing, older than the newest complete
+    checkpoint, is one whose removal a crash interrupted before removals were recorded first: it is marked now.
+    The files are touched only while this worker holds the run (JobTakenOver otherwise)."""
     with run.holding_claim():
         recorded_iteration = RLRun.objects.filter(pk=run.pk).values_list("current_iteration", flat=True).get()
         recorded = set(Checkpoint.objects.filter(run=run).values_list("iteration", flat=True))
@@ -134,10 +156,26 @@ def reconcile_checkpoints(run: RLRun, config: RLConfig, output_dir: Path) -> Non
                                          "not recorded, so it is done again")
             elif iteration not in recorded:  # sized only here: a recorded checkpoint is not read again
                 record_checkpoint(run, config, checkpoint_report(folder))
-        interrupted = [checkpoint_iteration(folder) for folder in removals_left(output_dir)]
-        if unrecorded := list(Checkpoint.objects.filter(run=run, iteration__in=interrupted, files_removed_at=None)
-                              .values_list("iteration", flat=True)):
-            record_checkpoints_removed(run, config, sorted(unrecorded))
+        finish_interrupted_removals(run, config, output_dir)
+
+
+def finish_interrupted_removals(run: RLRun, config: RLConfig, output_dir: Path) -> None:
+    """Delete the folders of checkpoints recorded as removed (never the newest, which a resume starts from), and
+    mark as removed the unmarked rows older than the newest complete checkpoint whose folder is gone."""
+    complete = complete_checkpoint_dirs(output_dir)
+    if not complete:
+        return
+    newest = checkpoint_iteration(complete[-1])
+    marked = set(Checkpoint.objects.filter(run=run, files_removed_at__isnull=False).values_list("iteration", flat=True))
+    if leftover := [iteration for iteration in map(checkpoint_iteration, complete[:-1]) if iteration in marked]:
+        RLRun.append_log(run.pk, f"checkpoints of iterations {', '.join(map(str, leftover))} were recorded as "
+                                 "removed before their files went: removed now")
+        remove_checkpoints(output_dir, leftover, lambda line: RLRun.append_log(run.pk, line))
+    unmarked = Checkpoint.objects.filter(run=run, files_removed_at=None, iteration__lt=newest)
+    if missing := sorted(iteration for iteration in unmarked.values_list("iteration", flat=True)
+                         if not checkpoint_dir(output_dir, iteration).is_dir()):
+        Checkpoint.objects.filter(run=run, iteration__in=missing).update(files_removed_at=timezone.now())
+        log_removed(run, config, missing)
 
 
 def run_rl_job(run: RLRun) -> None:
@@ -153,8 +191,7 @@ def run_rl_job(run: RLRun) -> None:
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
         log=lambda line: RLRun.log_alive(run.pk, line, run.worker),  # long phases such as the warm-up report here
         should_stop=run.should_stop,
-        pinned_checkpoints=lambda: pinned_iterations(run),
-        on_checkpoints_removed=lambda iterations: record_checkpoints_removed(run, config, iterations),
+        approve_checkpoint_removals=lambda iterations: approve_checkpoint_removals(run, config, iterations),
     )
     if needs_torchrun(config):  # several processes: the backend runs in torchrun's ranks, rank 0 reports here
         outcome = run_under_torchrun(config, prompt_records(run), run_paths(run), hooks,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -93,10 +94,15 @@ def test_a_folder_that_cannot_be_deleted_is_logged_and_the_others_still_go(tmp_p
 
 
 def test_a_folder_that_cannot_be_renamed_stays_and_is_not_reported(tmp_path):
+    saved(tmp_path, 1)
     saved(tmp_path, 3)
+    in_the_way = checkpoint_dir(tmp_path, 1).with_name("iteration-000001.removing")
+    in_the_way.write_text("a file, not a folder")  # rmtree leaves it; renaming a folder onto a file fails
     lines = []
-    assert remove_checkpoints(tmp_path, [1], lines.append) == []  # no folder 1: the rename fails
-    assert "could not remove the checkpoint of iteration 1" in lines[0]
+    assert remove_checkpoints(tmp_path, [1], lines.append) == []
+    assert len(lines) == 1 and "could not remove the checkpoint of iteration 1" in lines[0] and \
+        "Not a directory" in lines[0]
+    assert [path.name for path in complete_checkpoint_dirs(tmp_path)] == ["iteration-000001", "iteration-000003"]
 
 
 # ---------------------------------------------------------------- the loop
@@ -108,7 +114,8 @@ RUN = dict(iterations=5, batch_size=2, samples_per_problem=2, max_response_token
 
 
 def train(paths, pinned=frozenset(), **changes):
-    """(iterations reported, checkpoints reported, removals reported) of a run of RUN plus changes."""
+    """(iterations reported, checkpoints reported, removals approved) of a run of RUN plus changes; the hooks
+    approve every removal but those of `pinned`."""
     from common.knobs import parse_config
     from training.config import RLConfig
     from training.loop import run
@@ -117,9 +124,15 @@ def train(paths, pinned=frozenset(), **changes):
 
     records = [PromptRecord(prompt_id=p.problem_id, problem=p.problem, answer=p.answer) for p in generate(8, seed=1)]
     iterations, checkpoints, removed = [], [], []
+
+    def approve(candidates: list[int]) -> list[int]:
+        if approved := [iteration for iteration in candidates if iteration not in pinned]:
+            removed.append(approved)
+        return approved
+
     hooks = TrainingHooks(on_iteration=lambda report: iterations.append(report.iteration),
                           on_checkpoint=lambda report: checkpoints.append(report.iteration),
-                          pinned_checkpoints=lambda: set(pinned), on_checkpoints_removed=removed.append)
+                          approve_checkpoint_removals=approve)
     run(parse_config(RLConfig, {**RUN, **changes}), records, paths, hooks)
     return iterations, checkpoints, removed
 
@@ -149,59 +162,133 @@ def test_a_pinned_checkpoint_survives(run_paths):
     assert removed == [[1]]
 
 
-def test_the_loop_keeps_old_checkpoints_when_the_pins_are_unknown(tmp_path):
+def test_the_loop_keeps_old_checkpoints_when_the_hooks_cannot_tell(tmp_path):
     from training.loop import remove_old_checkpoints
     from training.types import PinnedCheckpointsUnknown, TrainingHooks
 
     for iteration in (1, 2, 3):
         saved(tmp_path, iteration)
 
-    def unknown() -> set[int]:
+    def unknown(candidates: list[int]) -> list[int]:
         raise PinnedCheckpointsUnknown("no answer")
 
-    lines, removed = [], []
-    remove_old_checkpoints(tmp_path, 1, TrainingHooks(pinned_checkpoints=unknown, log=lines.append,
-                                                      on_checkpoints_removed=removed.append))
-    assert len(complete_checkpoint_dirs(tmp_path)) == 3 and removed == []
+    lines = []
+    remove_old_checkpoints(tmp_path, 1, TrainingHooks(approve_checkpoint_removals=unknown, log=lines.append))
+    assert len(complete_checkpoint_dirs(tmp_path)) == 3
     assert lines == ["keep_last_checkpoints: old checkpoints kept this time (no answer)"]
-    remove_old_checkpoints(tmp_path, 1, TrainingHooks(pinned_checkpoints=lambda: {1},
-                                                      on_checkpoints_removed=removed.append))
-    assert removed == [[2]]
+
+
+def test_the_loop_asks_for_the_candidates_and_deletes_only_the_approved_ones(tmp_path):
+    from training.loop import remove_old_checkpoints
+    from training.types import TrainingHooks
+
+    for iteration in (0, 1, 2, 3, 4):
+        saved(tmp_path, iteration)
+    asked = []
+
+    def approve(candidates: list[int]) -> list[int]:
+        asked.append(candidates)
+        assert len(complete_checkpoint_dirs(tmp_path)) == 5  # asked before any folder goes
+        return [2]
+
+    remove_old_checkpoints(tmp_path, 1, TrainingHooks(approve_checkpoint_removals=approve))
+    assert asked == [[1, 2, 3]]  # candidates without pins: the hooks decide which stay
+    assert [path.name for path in complete_checkpoint_dirs(tmp_path)] == \
+        ["iteration-000000", "iteration-000001", "iteration-000003", "iteration-000004"]
+
+
+def test_without_candidates_the_hooks_are_not_asked(tmp_path):
+    from training.loop import remove_old_checkpoints
+    from training.types import TrainingHooks
+
+    saved(tmp_path, 0)
+    saved(tmp_path, 1)
+    remove_old_checkpoints(tmp_path, 1, TrainingHooks(approve_checkpoint_removals=pytest.fail))
+
+
+def test_by_default_every_candidate_is_approved():
+    from training.types import TrainingHooks
+
+    assert TrainingHooks().approve_checkpoint_removals([1, 2]) == [1, 2]
 
 
 # ---------------------------------------------------------------- under torchrun: rank 0 and the launcher
 
 
-def test_rank_0_takes_the_pins_the_launcher_gave_after_its_newest_checkpoint(tmp_path):
-    from training.torchrun.events import EventReader, file_hooks, write_pinned
+def answered(rank_0, candidates: list[int], reader, worker) -> list:
+    """Rank 0 asks (in a thread, as it waits) while the launcher replays the events into the worker's hooks;
+    returns [approved] or [the error rank 0 raised]."""
+    import threading
+    import time
+
+    outcome = []
+
+    def ask() -> None:
+        try:
+            outcome.append(rank_0.approve_checkpoint_removals(candidates))
+        except Exception as error:  # noqa: BLE001 - handed to the test
+            outcome.append(error)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while thread.is_alive() and time.monotonic() < deadline:
+        reader.replay(worker)
+        time.sleep(0.05)
+    thread.join()
+    return outcome
+
+
+def test_rank_0_removes_what_the_launcher_approved_in_its_answer_to_its_request(tmp_path):
+    from training.torchrun.events import EventReader, file_hooks
     from training.types import CheckpointReport, TrainingHooks
 
-    events, pinned = tmp_path / "events.jsonl", tmp_path / "pinned.json"
-    rank_0 = file_hooks(events, tmp_path / "stop", pinned)
-    write_pinned(pinned, {9}, events_replayed=0)  # the launcher's answer before the run's first event
-    rank_0.on_checkpoint(CheckpointReport(iteration=2, path=tmp_path, size_bytes=1))
-    reports, removals = [], []
-    reader = EventReader(events)
-    reader.replay(TrainingHooks(on_checkpoint=reports.append, on_checkpoints_removed=removals.append))
-    assert reader.replayed == 1 and [report.iteration for report in reports] == [2]
-    write_pinned(pinned, {2, 9}, events_replayed=reader.replayed)  # asked after the checkpoint's row was written
-    assert rank_0.pinned_checkpoints() == {2, 9}
-    rank_0.on_checkpoints_removed([1])
-    reader.replay(TrainingHooks(on_checkpoints_removed=removals.append))
-    assert removals == [[1]] and reader.replayed == 2
+    events, answers = tmp_path / "events.jsonl", tmp_path / "removals.json"
+    rank_0 = file_hooks(events, tmp_path / "stop", answers)
+    rank_0.on_checkpoint(CheckpointReport(iteration=3, path=tmp_path, size_bytes=1))
+    seen, asked = [], []
+
+    def approve(candidates: list[int]) -> list[int]:
+        asked.append((list(seen), candidates))
+        return [1]
+
+    worker = TrainingHooks(on_checkpoint=lambda report: seen.append(report.iteration),
+                           approve_checkpoint_removals=approve)
+    reader = EventReader(events, answers)
+    assert answered(rank_0, [1, 2], reader, worker) == [[1]]
+    assert asked == [([3], [1, 2])]  # asked once, after the newest checkpoint's row was written
+    assert json.loads(answers.read_text()) == {"request": 2, "approved": [1]}
+    assert answered(rank_0, [2], reader, TrainingHooks()) == [[2]]  # the next request has the next number
+    assert json.loads(answers.read_text()) == {"request": 3, "approved": [2]}
 
 
-def test_rank_0_does_not_take_pins_older_than_its_newest_checkpoint(tmp_path):
-    from training.torchrun.events import event_writer, pinned_after, write_pinned
+def test_rank_0_keeps_everything_when_the_worker_cannot_tell(tmp_path):
+    from training.torchrun.events import EventReader, file_hooks
+    from training.types import PinnedCheckpointsUnknown, TrainingHooks
+
+    events, answers = tmp_path / "events.jsonl", tmp_path / "removals.json"
+
+    def unknown(candidates: list[int]) -> list[int]:
+        raise PinnedCheckpointsUnknown("the database is down")
+
+    outcome = answered(file_hooks(events, tmp_path / "stop", answers), [1], EventReader(events, answers),
+                       TrainingHooks(approve_checkpoint_removals=unknown))
+    assert len(outcome) == 1 and isinstance(outcome[0], PinnedCheckpointsUnknown)
+    assert str(outcome[0]) == "the database is down"
+    assert json.loads(answers.read_text()) == {"request": 1, "unknown": "the database is down"}
+
+
+def test_rank_0_does_not_take_an_answer_to_another_request(tmp_path):
+    from training.torchrun.events import removals_answer
     from training.types import PinnedCheckpointsUnknown
 
-    write = event_writer(tmp_path / "events.jsonl")
-    write("checkpoint", report={})
-    write_pinned(tmp_path / "pinned.json", {9}, events_replayed=0)  # given before that checkpoint was recorded
-    with pytest.raises(PinnedCheckpointsUnknown, match="after event 1"):
-        pinned_after(tmp_path / "pinned.json", write.written, wait_seconds=0.3)
+    answers = tmp_path / "removals.json"
+    answers.write_text(json.dumps({"request": 1, "approved": [1]}))  # an earlier request's answer
+    with pytest.raises(PinnedCheckpointsUnknown, match="did not answer removal request 2"):
+        removals_answer(answers, 2, wait_seconds=0.3)
     with pytest.raises(PinnedCheckpointsUnknown):
-        pinned_after(tmp_path / "nothing.json", 0, wait_seconds=0.0)  # no answer at all
+        removals_answer(tmp_path / "nothing.json", 1, wait_seconds=0.0)  # no answer at all
+    assert removals_answer(answers, 1, wait_seconds=0.0) == [1]
 
 
 # ---------------------------------------------------------------- the megatron backend: the same folders
@@ -229,7 +316,7 @@ def megatron_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
                 "keep_last_checkpoints": 1, "stored_samples_per_iteration": 0}
     removed, resumed = [], []
     loop.run(parse_config(RLConfig, {**settings, "iterations": 3}), records, paths,
-             TrainingHooks(on_checkpoints_removed=removed.append))
+             TrainingHooks(approve_checkpoint_removals=lambda iterations: removed.append(iterations) or iterations))
     left = sorted(str(path.relative_to(paths.output_dir)) for path in (paths.output_dir / "checkpoints").rglob("*"))
     loop.run(parse_config(RLConfig, {**settings, "iterations": 4}), records, paths,
              TrainingHooks(on_iteration=lambda report: resumed.append(report.iteration)))

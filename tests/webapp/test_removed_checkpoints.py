@@ -109,3 +109,91 @@ def test_the_run_page_lists_a_removed_checkpoint_as_removed(client_for, alice, r
     rows = [row for row in content.split("<tr>") if "/checkpoints/run-1/" in row]
     assert len(rows) == 2
     assert [">removed<" in row for row in rows] == [False, True]  # newest first: 3 kept, 2 removed
+
+
+# ---------------------------------------------------------------- the re-check under the row lock at creation
+
+
+def removed_meanwhile(monkeypatch, cls, method: str, checkpoint) -> None:
+    """The worker records the checkpoint's removal right after `cls.method` (the validation) passed."""
+    validate = getattr(cls, method)
+
+    def then_removed(self, *args, **kwargs):
+        result = validate(self, *args, **kwargs)
+        Checkpoint.objects.filter(pk=checkpoint.pk).update(files_removed_at=REMOVED_AT)
+        return result
+
+    monkeypatch.setattr(cls, method, then_removed)
+
+
+def removed_message(checkpoint) -> str:
+    return (f"checkpoint #{checkpoint.pk} (run-1 @ {checkpoint.iteration}): its files were removed by "
+            "keep_last_checkpoints on 2026-03-04 05:06; choose a checkpoint whose files are kept")
+
+
+def test_the_evaluation_form_refuses_a_checkpoint_removed_after_its_validation(client_for, alice, suite, kept,
+                                                                             monkeypatch):
+    from webapp.pages.evaluation_forms import EvaluationLaunchForm
+
+    removed_meanwhile(monkeypatch, EvaluationLaunchForm, "clean", kept)
+    data = {"suite": str(suite.pk), "checkpoint": str(kept.pk), "model": "", "rollout_engine": "torch",
+            "seed": "0"}
+    response = client_for(alice).post(reverse("evaluation-launch"), data)
+    assert response.status_code == 200
+    assert response.context["form"].errors["checkpoint"] == [removed_message(kept)]
+    assert not EvalRun.objects.exists()
+
+
+def test_the_evaluation_api_refuses_a_checkpoint_removed_after_its_validation(api_for, alice, project, suite, kept,
+                                                                            monkeypatch):
+    from webapp.evals.api import EvalRunSerializer
+
+    removed_meanwhile(monkeypatch, EvalRunSerializer, "validate", kept)
+    response = api_for(alice).post("/api/evaluations/", {"project": project.pk, "suite": suite.pk,
+                                                         "checkpoint": kept.pk}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"checkpoint": [removed_message(kept)]}
+    assert not EvalRun.objects.exists()
+
+
+def test_the_variant_api_refuses_a_parent_or_merged_checkpoint_removed_after_its_validation(
+        api_for, alice, project, run, kept, monkeypatch):
+    from webapp.long2short.api import Long2ShortVariantSerializer
+
+    removed_meanwhile(monkeypatch, Long2ShortVariantSerializer, "validate", kept)
+    api = api_for(alice)
+    response = api.post("/api/variants/", {"project": project.pk, "name": "v", "method": "dpo",
+                                           "parent_checkpoint": kept.pk}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"parent_checkpoint": [removed_message(kept)]}
+    Checkpoint.objects.filter(pk=kept.pk).update(files_removed_at=None)
+    response = api.post("/api/variants/", {"project": project.pk, "name": "m", "method": "merge",
+                                           "parent_run": run.pk, "parameters": {"other_run_iterations": "3"}},
+                        format="json")
+    assert response.status_code == 400
+    assert response.json() == {"parameters": {"other_run_iterations": [removed_message(kept)]}}
+    assert not Long2ShortVariant.objects.exists()
+
+
+def test_the_variant_form_refuses_a_merged_checkpoint_removed_after_its_validation(client_for, alice, run, kept,
+                                                                                 monkeypatch):
+    from webapp.pages.variant_forms import VariantLaunchForm
+
+    removed_meanwhile(monkeypatch, VariantLaunchForm, "clean", kept)
+    data = {"name": "m", "method": "merge", "parent_run": run.pk, "parent_weight": "0.5",
+            "other_checkpoint_ids": str(kept.pk)}
+    response = client_for(alice).post(reverse("variant-launch"), data)
+    assert response.status_code == 200
+    assert response.context["form"].errors["other_checkpoint_ids"] == [removed_message(kept)]
+    assert not Long2ShortVariant.objects.exists()
+
+
+def test_launching_locks_the_chosen_checkpoint_row(project, suite, kept):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from webapp.evals.services import launch_evaluation
+
+    with CaptureQueriesContext(connection) as queries:
+        launch_evaluation(project=project, suite=suite, checkpoint=kept)
+    assert any("FOR UPDATE" in query["sql"] and '"runs_checkpoint"' in query["sql"] for query in queries)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -78,3 +79,12 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         yield log_path
     finally:
         stop_worker(process)
+
+
+@pytest.fixture
+def data_dirs(settings, tmp_path, tiny_model_dir):
+    """Checkpoint and model folders of this test, the tiny preset already in place."""
+    settings.CHECKPOINT_DIR = str(tmp_path / "checkpoints")
+    settings.MODELS_DIR = str(tmp_path / "models")
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    return tmp_path

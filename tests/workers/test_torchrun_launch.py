@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from common.knobs import config_to_dict, parse_config
@@ -15,15 +13,6 @@ from workers.rl_job import run_rl_job
 from training.torchrun.launcher import torchrun_command
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def data_dirs(settings, tmp_path, tiny_model_dir):
-    """Checkpoint and model folders of this test, the tiny preset already in place."""
-    settings.CHECKPOINT_DIR = str(tmp_path / "checkpoints")
-    settings.MODELS_DIR = str(tmp_path / "models")
-    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
-    return tmp_path
 
 
 def configure(run: RLRun, **knobs) -> RLRun:

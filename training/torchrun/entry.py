@@ -1,9 +1,10 @@
 """One torchrun rank of a run launched by a worker: `torchrun ... -m training.torchrun.entry SPEC.json`.
 
 The launcher (launcher.py) writes the spec: the resolved config, the prompt records
-(with their database ids), the run's folders, an events file and a stop file. Every rank runs the
-configured trainer backend; rank 0 appends its progress to the events file (events.py) and treats the
-stop file's existence as a stop request.
+(with their database ids), the run's folders, an events file, a stop file and a removals file. Every rank runs
+the configured trainer backend; rank 0 appends its progress to the events file (events.py), treats the stop
+file's existence as a stop request and reads the launcher's answers to its checkpoint removal requests from the
+removals file.
 No Django here: the launcher turns the events into rows.
 """
 
@@ -41,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     records = [PromptRecord(**record) for record in spec["records"]]
     paths = RunPaths(output_dir=Path(spec["output_dir"]), models_dir=Path(spec["models_dir"]))
     context = distributed.init_from_environment()
-    pinned = Path(spec["pinned"]) if spec.get("pinned") else None
-    hooks = file_hooks(Path(spec["events"]), Path(spec["stop"]), pinned) if context.is_main else TrainingHooks()
+    hooks = file_hooks(Path(spec["events"]), Path(spec["stop"]), Path(spec["removals"])) if context.is_main \
+        else TrainingHooks()
     try:
         outcome = trainer_backends.get(config.trainer_backend)(config, records, paths, hooks)
     finally:

@@ -1,13 +1,16 @@
 """The events file between torchrun's rank 0 and the launcher: one JSON line per event.
 
-Rank 0 writes (file_hooks, event_writer): an `iteration` or `checkpoint` report, the iterations of
-`checkpoints_removed`, a `log` line, and a last `outcome`. The launcher reads (EventReader) and replays each
-event into the worker's hooks, so rows are written exactly as for one process.
+Rank 0 writes (file_hooks, event_writer): an `iteration` or `checkpoint` report, a `log` line, a
+`checkpoint_removals` request, and a last `outcome`. The launcher reads (EventReader) and replays each event into
+the worker's hooks, so rows are written exactly as for one process.
 
-The other way, with keep_last_checkpoints, the launcher writes the pinned checkpoints file (write_pinned):
-the worker's `pinned_checkpoints` as it answered after replaying the first N events. Before it removes old
-checkpoints, rank 0 waits (pinned_after) for an answer given after every event it wrote, its newest checkpoint's
-included: the evaluation that checkpoint's row queued is then among the pins.
+With keep_last_checkpoints, rank 0 asks before it removes old checkpoints: a `checkpoint_removals` event holds the
+candidates and a request number (the event's place in the file). Replaying it, the launcher asks the worker's
+`approve_checkpoint_removals` (which records the approved ones as removed) and writes the answer to the removals
+file (answer_removals): `{"request": n, "approved": [...]}`, or `{"request": n, "unknown": reason}`. Rank 0 waits
+for the answer to its request (removals_answer) and keeps every checkpoint that time when none comes. The request
+follows every event rank 0 wrote before, its newest checkpoint's included, so the evaluation that checkpoint's row
+queued is seen.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from training.types import (
 )
 
 ITERATION, CHECKPOINT, LOG, OUTCOME = "iteration", "checkpoint", "log", "outcome"
-CHECKPOINTS_REMOVED = "checkpoints_removed"
-PINNED_WAIT_SECONDS = 120.0  # rank 0 keeps its old checkpoints (this save) when the launcher has not answered by then
-PINNED_POLL_SECONDS = 0.1
+CHECKPOINT_REMOVALS = "checkpoint_removals"
+REMOVALS_WAIT_SECONDS = 120.0  # rank 0 keeps its old checkpoints (this save) when the launcher has not answered by then
+REMOVALS_POLL_SECONDS = 0.1
 
 
 class EventWriter:
@@ -43,48 +46,62 @@ def event_writer(path: Path) -> EventWriter:
     return EventWriter(path)
 
 
-def write_pinned(path: Path, iterations: set[int], events_replayed: int) -> None:
-    """The pinned checkpoints' iterations as the worker answered after replaying `events_replayed` events,
-    replaced at once (a reader never sees half of it)."""
+def request_removals(write: EventWriter, answers_path: Path, iterations: list[int],
+                     wait_seconds: float = REMOVALS_WAIT_SECONDS) -> list[int]:
+    """Rank 0's approve_checkpoint_removals: the request as an event, numbered by its place in the events file,
+    then the launcher's answer to it (removals_answer)."""
+    request = write.written + 1
+    write(CHECKPOINT_REMOVALS, request=request, iterations=list(iterations))
+    return removals_answer(answers_path, request, wait_seconds)
+
+
+def removals_answer(path: Path, request: int, wait_seconds: float = REMOVALS_WAIT_SECONDS) -> list[int]:
+    """The iterations the launcher approved for removal in its answer to `request`; waits for it, then raises
+    PinnedCheckpointsUnknown (as it does for an answer saying the worker could not tell)."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        answer = json.loads(path.read_text()) if path.exists() else {}
+        if answer.get("request") == request:
+            if "unknown" in answer:
+                raise PinnedCheckpointsUnknown(answer["unknown"])
+            return answer["approved"]
+        if time.monotonic() >= deadline:
+            raise PinnedCheckpointsUnknown(f"the launcher did not answer removal request {request} in {path} "
+                                           f"within {wait_seconds:.0f} s")
+        time.sleep(REMOVALS_POLL_SECONDS)
+
+
+def answer_removals(path: Path, request: int, iterations: list[int], hooks: TrainingHooks) -> None:
+    """The launcher's answer to a removal request: what the hooks approve (and recorded as removed), or why they
+    cannot tell; replaced at once (a reader never sees half of it)."""
+    try:
+        answer = {"request": request, "approved": sorted(hooks.approve_checkpoint_removals(iterations))}
+    except PinnedCheckpointsUnknown as error:
+        answer = {"request": request, "unknown": str(error)}
     staging = path.with_name(path.name + ".tmp")
-    staging.write_text(json.dumps({"events_replayed": events_replayed, "iterations": sorted(iterations)}))
+    staging.write_text(json.dumps(answer))
     staging.replace(path)
 
 
-def pinned_after(path: Path, events_written: int, wait_seconds: float = PINNED_WAIT_SECONDS) -> set[int]:
-    """The pinned iterations the launcher wrote once it had replayed at least `events_written` events; waits for
-    them, then raises PinnedCheckpointsUnknown."""
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        if path.exists():
-            answer = json.loads(path.read_text())
-            if answer["events_replayed"] >= events_written:
-                return set(answer["iterations"])
-        if time.monotonic() >= deadline:
-            raise PinnedCheckpointsUnknown(f"the launcher gave no pinned checkpoints in {path} after event "
-                                           f"{events_written} within {wait_seconds:.0f} s")
-        time.sleep(PINNED_POLL_SECONDS)
-
-
-def file_hooks(events_path: Path, stop_path: Path, pinned_path: Path | None = None) -> TrainingHooks:
-    """Rank 0's hooks: progress to the events file, stop when the stop file exists, the pinned checkpoints from
-    the pinned file once the launcher replayed every event written (none without a pinned file)."""
+def file_hooks(events_path: Path, stop_path: Path, removals_path: Path) -> TrainingHooks:
+    """Rank 0's hooks: progress to the events file, stop when the stop file exists, checkpoint removals approved
+    by the launcher's answers in the removals file."""
     write = event_writer(events_path)
     return TrainingHooks(
         on_iteration=lambda report: write(ITERATION, report=dataclasses.asdict(report)),
         on_checkpoint=lambda report: write(CHECKPOINT, report=dataclasses.asdict(report)),
         log=lambda line: write(LOG, line=line),
         should_stop=stop_path.exists,
-        pinned_checkpoints=(lambda: pinned_after(pinned_path, write.written)) if pinned_path is not None else set,
-        on_checkpoints_removed=lambda iterations: write(CHECKPOINTS_REMOVED, iterations=list(iterations)),
+        approve_checkpoint_removals=lambda iterations: request_removals(write, removals_path, iterations),
     )
 
 
 class EventReader:
-    """Reads rank 0's events file incrementally and replays each complete line into the hooks."""
+    """Reads rank 0's events file incrementally and replays each complete line into the hooks; answers removal
+    requests in the removals file."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, removals_path: Path):
+        self.path, self.removals_path = path, removals_path
         self.offset = 0
         self.replayed = 0  # events replayed so far
         self.outcome: TrainingOutcome | None = None
@@ -113,8 +130,8 @@ class EventReader:
             report = event["report"]
             hooks.on_checkpoint(CheckpointReport(iteration=report["iteration"], path=Path(report["path"]),
                                                  size_bytes=report["size_bytes"]))
-        elif kind == CHECKPOINTS_REMOVED:
-            hooks.on_checkpoints_removed(event["iterations"])
+        elif kind == CHECKPOINT_REMOVALS:
+            answer_removals(self.removals_path, event["request"], event["iterations"], hooks)
         elif kind == LOG:
             hooks.log(event["line"])
         elif kind == OUTCOME:

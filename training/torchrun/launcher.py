@@ -3,9 +3,9 @@
 Same signature as a backend: `run_under_torchrun(config, records, paths, hooks)`. It writes a spec for
 `training.torchrun.entry` under `<output_dir>/torchrun/`, starts torchrun (`python -m training.torchrun.agent`),
 replays rank 0's events file into the hooks (so rows are written exactly as for one process), turns
-`hooks.should_stop()` into the stop file the ranks obey between iterations and, with keep_last_checkpoints,
-`hooks.pinned_checkpoints()` into the pinned file rank 0 reads (asked again after each batch of new events), and
-raises with the tail of the ranks' log when torchrun fails (the events: events.py). No Django here: the worker
+`hooks.should_stop()` into the stop file the ranks obey between iterations, answers rank 0's checkpoint removal
+requests (keep_last_checkpoints) with `hooks.approve_checkpoint_removals` in the removals file, and raises
+with the tail of the ranks' log when torchrun fails (the events: events.py). No Django here: the worker
 passes its row hooks.
 
 Several machines: every node runs the same rendezvous (`nnodes`, `rdzv_endpoint`, `rdzv_id`). The worker
@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from common.knobs import config_to_dict
 from training.config import RLConfig
-from training.torchrun.events import EventReader, write_pinned
+from training.torchrun.events import EventReader
 from training.types import PromptRecord, RunPaths, TrainingHooks, TrainingOutcome
 
 POLL_SECONDS = 0.5
@@ -74,39 +74,25 @@ def spec_paths(output_dir: Path) -> tuple[Path, Path, Path]:
     return folder / "spec.json", folder / "events.jsonl", folder / "stop"
 
 
-def pinned_path(output_dir: Path) -> Path:
-    """The pinned checkpoints file of a run's torchrun launch (events.write_pinned)."""
-    return spec_paths(output_dir)[0].with_name("pinned.json")
+def removals_path(output_dir: Path) -> Path:
+    """The launcher's answers to rank 0's checkpoint removal requests (events.answer_removals)."""
+    return spec_paths(output_dir)[0].with_name("removals.json")
 
 
 def write_spec(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths) -> tuple[Path, Path, Path]:
-    """(spec, events, stop) paths under the run's output folder; stale events and stop files are removed. With
-    keep_last_checkpoints the spec names the pinned file too (PinnedFile writes it as events are replayed)."""
+    """(spec, events, stop) paths under the run's output folder; stale events, stop and removal answers are
+    removed (a previous launch's answers would match this one's request numbers)."""
     spec, events, stop = spec_paths(paths.output_dir)
+    removals = removals_path(paths.output_dir)
     spec.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (events, stop):
+    for stale in (events, stop, removals):
         stale.unlink(missing_ok=True)
-    pinned = {"pinned": str(pinned_path(paths.output_dir))} if config.keep_last_checkpoints else {}
     spec.write_text(json.dumps({
         "config": config_to_dict(config), "records": [dataclasses.asdict(record) for record in records],
         "output_dir": str(paths.output_dir), "models_dir": str(paths.models_dir),
-        "events": str(events), "stop": str(stop), **pinned,
+        "events": str(events), "stop": str(stop), "removals": str(removals),
     }))
     return spec, events, stop
-
-
-@dataclass
-class PinnedFile:
-    """The worker's pinned checkpoints for rank 0, asked again whenever events were replayed since."""
-
-    path: Path
-    pinned_checkpoints: Callable[[], set[int]]
-    events_replayed: int | None = None  # when it was last written
-
-    def refresh(self, events_replayed: int) -> None:
-        if events_replayed != self.events_replayed:
-            write_pinned(self.path, self.pinned_checkpoints(), events_replayed)
-            self.events_replayed = events_replayed
 
 
 def run_under_torchrun(config: RLConfig, records: Sequence[PromptRecord], paths: RunPaths, hooks: TrainingHooks,
@@ -122,10 +108,6 @@ def run_under_torchrun(config: RLConfig, records: Sequence[PromptRecord], paths:
     if latest_checkpoint(paths.output_dir) is None:  # a resume loads the checkpoint, not the base model
         resolve_model_path(config.model, paths.models_dir)  # create a preset once, before the ranks race for it
     spec, events_path, stop_path = write_spec(config, records, paths)
-    pinned = PinnedFile(pinned_path(paths.output_dir), hooks.pinned_checkpoints) \
-        if config.keep_last_checkpoints else None
-    if pinned is not None:
-        pinned.path.unlink(missing_ok=True)  # a previous launch's answers count no events of this one
     log_path = spec.parent / "torchrun.log"
     command = torchrun_command(config, spec, run_key)
     hooks.log(f"torchrun: {config.nnodes} node(s) x {config.nproc_per_node} process(es); log {log_path}")
@@ -135,12 +117,10 @@ def run_under_torchrun(config: RLConfig, records: Sequence[PromptRecord], paths:
         if start_other_nodes is not None:
             start_other_nodes()
     process = start_torchrun(command, log_path)
-    reader = EventReader(events_path)
+    reader = EventReader(events_path, removals_path(paths.output_dir))
     try:
         while process.poll() is None:
             reader.replay(hooks)
-            if pinned is not None:
-                pinned.refresh(reader.replayed)
             if hooks.should_stop() and not stop_path.exists():
                 stop_path.touch()
                 hooks.log("stop requested: the ranks stop after the current iteration")

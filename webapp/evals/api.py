@@ -152,7 +152,10 @@ class EvalRunSerializer(QueuedJobSerializerMixin, ProjectScopedSerializer):
         return attrs
 
     def create(self, validated_data):
-        return launch_evaluation(owner=self.context["request"].user, **validated_data)
+        try:
+            return launch_evaluation(owner=self.context["request"].user, **validated_data)
+        except PathRefused as refused:  # the checkpoint's files were removed since validate
+            raise serializers.ValidationError({refused.field: [refused.reason]}) from None
 
 
 class GraderAuditSerializer(serializers.ModelSerializer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Avg, Count, F, Max, Q, QuerySet
 
 from common.knobs import ConfigError, config_to_dict, parse_config
@@ -12,12 +13,17 @@ from evaluation.suite_config import AuditGrader
 from webapp.evals.models import EvalRun, GraderAudit, SampleResult
 from webapp.jobs import JobStatus
 from webapp.celery import enqueue_job
+from webapp.runs.retention import refuse_removed_checkpoints
 
 
 def launch_evaluation(**fields) -> EvalRun:
     """Create a queued evaluation and send it to the gpu queue after commit (a broker that is down leaves it
-    queued: the workers' recovery sends it)."""
-    return EvalRun.create_queued(partial(enqueue_job, "eval_run"), **fields)
+    queued: the workers' recovery sends it). PathRefused naming `checkpoint` when its files were removed, checked
+    again under the checkpoint's row lock in the creating transaction (keep_last_checkpoints)."""
+    with transaction.atomic():
+        if (checkpoint := fields.get("checkpoint")) is not None:
+            refuse_removed_checkpoints({"checkpoint": [checkpoint]})
+        return EvalRun.create_queued(partial(enqueue_job, "eval_run"), **fields)
 
 
 def audit_grader(grader: Any) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_view
 from rest_framework import serializers
 
+from common.path_rules import PathRefused
 from training.config import LONG2SHORT_CONFIGS
 from webapp.api_base import (
     CancelMixin, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
@@ -15,7 +16,7 @@ from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
 from webapp.long2short.parents import parents_source_run
-from webapp.long2short.services import launch_variant, variant_parameter_errors
+from webapp.long2short.services import MERGE_CHOICES, launch_variant, variant_parameter_errors
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
 
@@ -71,7 +72,12 @@ class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSeriali
         return parameters
 
     def create(self, validated_data):
-        return launch_variant(owner=self.context["request"].user, **validated_data)
+        try:
+            return launch_variant(owner=self.context["request"].user, **validated_data)
+        except PathRefused as refused:  # a chosen checkpoint's files were removed since validate
+            detail = {refused.field: [refused.reason]}
+            raise serializers.ValidationError({"parameters": detail} if refused.field in MERGE_CHOICES else detail) \
+                from None
 
 
 @extend_schema_view(cancel=cancel_schema(Long2ShortVariantSerializer))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from common.id_lists import NotAnId, parse_id_list
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
@@ -67,6 +69,15 @@ def id_list(text: str | None, field: str) -> list[int]:
         raise ValueError(f"{field}: '{error.part}' is not a whole number (give numbers separated by commas)") from None
 
 
+def merge_ids(parameters: Mapping[str, Any], knob: str) -> list[int]:
+    """A merge's list knob as numbers; [] where it is malformed (refused by the knob's own check, or when the
+    variant runs)."""
+    try:
+        return id_list(parameters.get(knob), knob)
+    except ValueError:
+        return []
+
+
 def merge_sources_error(checkpoint_ids: str | None, run_iterations: str | None) -> str | None:
     """A merge needs other models than its parent: checked when a variant is created and again on the worker."""
     if any(part.strip() for text in (checkpoint_ids, run_iterations) for part in str(text or "").split(",")):
@@ -103,7 +114,13 @@ def run_checkpoints_at(run: RLRun | None, iterations: list[int]) -> list[Checkpo
         saved = ", ".join(str(i) for i in run.checkpoints.order_by("iteration").values_list("iteration", flat=True))
         raise ValueError(f"other_run_iterations: run '{run.name}' (#{run.pk}) has no checkpoint at iteration "
                          f"{', '.join(missing)} (saved: {saved or 'none'})")
-    if removed := next((error for iteration in iterations
-                        if (error := by_iteration[iteration].files_removed_error())), None):
+    if removed := removed_run_checkpoint_error(run, iterations):
         raise ValueError(f"other_run_iterations: {removed}")
     return [by_iteration[iteration] for iteration in iterations]
+
+
+def removed_run_checkpoint_error(run: RLRun, iterations: list[int]) -> str | None:
+    """Why the run's checkpoints at these iterations cannot be merged: the first whose files were removed
+    (keep_last_checkpoints), or None."""
+    removed = run.checkpoints.filter(iteration__in=iterations, files_removed_at__isnull=False).order_by("iteration")
+    return removed[0].files_removed_error() if removed else None

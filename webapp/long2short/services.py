@@ -5,10 +5,17 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Mapping
 
+from django.db import transaction
+
 from webapp.long2short.models import Long2ShortVariant
-from webapp.long2short.parents import id_list, merge_sources_error
+from webapp.long2short.parents import (
+    id_list, merge_ids, merge_sources_error, parents_source_run, removed_run_checkpoint_error,
+)
 from webapp.runs.models import Checkpoint, RLRun
+from webapp.runs.retention import refuse_removed_checkpoints
 from webapp.celery import enqueue_job
+
+MERGE_CHOICES = ("other_checkpoint_ids", "other_run_iterations")  # a merge's knobs that choose checkpoints
 
 
 def variant_parameter_errors(project, method: str, parameters: Mapping[str, Any],
@@ -30,23 +37,33 @@ def variant_parameter_errors(project, method: str, parameters: Mapping[str, Any]
     if removed := next((error for pk in ids if (error := found[pk].files_removed_error())), None):
         return {"other_checkpoint_ids": removed}
     if descends_from is not None and (removed := removed_run_checkpoint_error(
-            descends_from, parameters.get("other_run_iterations"))):
+            descends_from, merge_ids(parameters, "other_run_iterations"))):
         return {"other_run_iterations": removed}
     return {}
 
 
-def removed_run_checkpoint_error(run: RLRun, iterations_text: str | None) -> str | None:
-    """Why `other_run_iterations` names a checkpoint of the run whose files were removed, or None (a malformed
-    list is refused when the variant runs)."""
-    try:
-        iterations = id_list(iterations_text, "other_run_iterations")
-    except ValueError:
-        return None
-    removed = run.checkpoints.filter(iteration__in=iterations, files_removed_at__isnull=False).order_by("iteration")
-    return removed[0].files_removed_error() if removed else None
+def chosen_checkpoints(fields: Mapping[str, Any]) -> dict[str, list[Checkpoint]]:
+    """The checkpoints a new variant chooses, by field: its parent checkpoint and, for a merge, those of
+    `other_checkpoint_ids` and the source run's at `other_run_iterations`."""
+    parent = fields.get("parent_checkpoint")
+    chosen = {"parent_checkpoint": [parent] if parent is not None else []}
+    parameters = fields.get("parameters") or {}
+    if fields.get("method") != "merge":
+        return chosen
+    chosen["other_checkpoint_ids"] = list(Checkpoint.objects.filter(
+        pk__in=merge_ids(parameters, "other_checkpoint_ids")).order_by("pk"))
+    run = parents_source_run(fields.get("parent_run"), parent)
+    iterations = merge_ids(parameters, "other_run_iterations")
+    chosen["other_run_iterations"] = list(run.checkpoints.filter(iteration__in=iterations).order_by("iteration")) \
+        if run is not None and iterations else []
+    return chosen
 
 
 def launch_variant(**fields) -> Long2ShortVariant:
     """Create a queued variant and send it to the gpu queue after commit (a broker that is down leaves it queued:
-    the workers' recovery sends it)."""
-    return Long2ShortVariant.create_queued(partial(enqueue_job, "long2short"), **fields)
+    the workers' recovery sends it). PathRefused naming the field (or merge knob) of a chosen checkpoint whose
+    files were removed, checked again under the checkpoints' row locks in the creating transaction
+    (keep_last_checkpoints)."""
+    with transaction.atomic():
+        refuse_removed_checkpoints(chosen_checkpoints(fields))
+        return Long2ShortVariant.create_queued(partial(enqueue_job, "long2short"), **fields)

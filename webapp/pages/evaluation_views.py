@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from common.path_rules import PathRefused
 from evaluation.suite_config import BENCHMARKS
 from webapp.evals.models import BenchmarkSuite, EvalRun
 from webapp.evals.services import disagreeing, launch_evaluation, length_curves
@@ -169,7 +170,11 @@ def evaluation_launch(request: HttpRequest) -> HttpResponse:
     else:
         form = EvaluationLaunchForm(initial=launch_initial(request), project=project)
     if form.is_bound and form.is_valid():
-        evaluation = launch_evaluation(project=project, owner=request.user, **form.cleaned_data)
-        messages.success(request, f"Evaluation {evaluation.pk} is queued.")
-        return redirect("evaluation-detail", pk=evaluation.pk)
+        try:
+            evaluation = launch_evaluation(project=project, owner=request.user, **form.cleaned_data)
+        except PathRefused as refused:  # the checkpoint's files were removed since the form's validation
+            form.add_error(refused.field, refused.reason)
+        else:
+            messages.success(request, f"Evaluation {evaluation.pk} is queued.")
+            return redirect("evaluation-detail", pk=evaluation.pk)
     return render(request, "pages/evaluations/launch.html", {"form": form})

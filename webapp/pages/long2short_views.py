@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from common.knobs import config_to_dict, describe_knobs
+from common.path_rules import PathRefused
 from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import EvalRun
 from webapp.long2short.models import Long2ShortMethod, Long2ShortVariant, RecordKind
@@ -112,13 +113,17 @@ def variant_launch(request: HttpRequest) -> HttpResponse:
         form = VariantLaunchForm(initial=launch_initial(request), project=project, method=chosen_method(request.GET))
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
-        variant = launch_variant(
-            project=project, name=data["name"], method=data["method"], parent_run=data["parent_run"],
-            parent_checkpoint=data["parent_checkpoint"], evaluation_suite=data["evaluation_suite"],
-            parameters=config_to_dict(form.config), owner=request.user,
-        )
-        messages.success(request, f"Variant {variant.name} is queued.")
-        return redirect("variant-detail", pk=variant.pk)
+        try:
+            variant = launch_variant(
+                project=project, name=data["name"], method=data["method"], parent_run=data["parent_run"],
+                parent_checkpoint=data["parent_checkpoint"], evaluation_suite=data["evaluation_suite"],
+                parameters=config_to_dict(form.config), owner=request.user,
+            )
+        except PathRefused as refused:  # a chosen checkpoint's files were removed since the form's validation
+            form.add_error(refused.field if refused.field in form.fields else None, refused.reason)
+        else:
+            messages.success(request, f"Variant {variant.name} is queued.")
+            return redirect("variant-detail", pk=variant.pk)
     methods = [(value, label) for value, label in Long2ShortMethod.choices]
     return render(request, "pages/long2short/launch.html",
                   {"form": form, "methods": methods, "method": form.fields["method"].initial})
