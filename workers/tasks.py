@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from celery.signals import worker_process_init, worker_ready
+import os
+
+from celery.signals import worker_init, worker_process_init, worker_ready
 
 from webapp.celery import app
 
@@ -17,12 +19,23 @@ def _recover_abandoned_jobs(**_kwargs) -> None:
     start_periodic_recovery(settings.JOB_RECOVERY_INTERVAL_SECONDS)
 
 
+_WORKER_PROCESS: dict[str, int] = {}  # the pid of this worker's main process, set when it starts
+
+
+@worker_init.connect
+def _remember_the_main_process(**_kwargs) -> None:
+    _WORKER_PROCESS["pid"] = os.getpid()
+
+
 @worker_process_init.connect
 def _die_with_the_worker(**_kwargs) -> None:
-    """A pool process (prefork) is killed when its worker's main process dies, even by SIGKILL."""
+    """A pool process (prefork) is killed when its worker's main process dies, even by SIGKILL. The solo pool
+    sends the same signal in the worker's main process itself, which must outlive whatever started it (a shell
+    started with nohup, a launcher script that exits)."""
     from common.processes import die_with_parent
 
-    die_with_parent()
+    if _WORKER_PROCESS.get("pid") != os.getpid():
+        die_with_parent()
 
 
 @app.task(name="mirrorlab.run_rl")
