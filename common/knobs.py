@@ -92,6 +92,9 @@ def _coerce(value: Any, base: type) -> Any:
             raise ValueError("must be a finite number")
         return number
     if base is str:
+        if isinstance(value, (list, tuple)):  # JSON and YAML lists: the list knobs take comma-separated text
+            example = ",".join(str(item) for item in value[:3]) or "3,7"
+            raise ValueError(f"must be text, not a list: write the items comma-separated, e.g. \"{example}\"")
         if not isinstance(value, str):
             raise ValueError("must be text")
         return value.strip()

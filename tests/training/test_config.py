@@ -128,3 +128,12 @@ def test_every_numeric_knob_of_every_config_has_an_upper_bound(config_class):
     unbounded = [knob["name"] for knob in describe_knobs(config_class)
                  if knob["type"] in ("int", "float") and knob["maximum"] is None]
     assert unbounded == []
+
+
+def test_a_list_where_comma_separated_text_is_expected_says_how_to_write_it():
+    merge = LONG2SHORT_CONFIGS["merge"]
+    with pytest.raises(ConfigError) as refused:
+        parse_config(merge, {"other_checkpoint_ids": [12, 15], "other_run_iterations": []})
+    assert refused.value.errors == {
+        "other_checkpoint_ids": 'must be text, not a list: write the items comma-separated, e.g. "12,15"',
+        "other_run_iterations": 'must be text, not a list: write the items comma-separated, e.g. "3,7"'}
