@@ -148,32 +148,37 @@ def load_prompts(source: str, count: int, seed: int) -> list[PromptRecord]:
 
 
 def progress_hooks(total: int) -> tuple[TrainingHooks, Any]:
-    """Hooks drawing a progress bar (on stderr) that appears with the first line or iteration."""
+    """Hooks drawing a progress bar (on stderr) from the first iteration on: lines before it (the warm-up, a
+    resume) print above, so the bar's rate and time left count iterations only."""
     from tqdm import tqdm
 
     holder: dict[str, Any] = {}
 
-    def bar():
-        if "bar" not in holder:
-            holder["bar"] = tqdm(total=total, unit="it", desc="RL")
-        return holder["bar"]
+    def write(line: str) -> None:
+        if "bar" in holder:
+            holder["bar"].write(line)
+        else:
+            tqdm.write(line, file=sys.stderr)
 
     def on_iteration(report: IterationReport) -> None:
-        bar().n = report.iteration
+        if "bar" not in holder:  # a resumed run starts its bar where it resumed
+            holder["bar"] = tqdm(total=total, unit="it", desc="RL", initial=report.iteration - 1)
+        bar = holder["bar"]
+        bar.n = report.iteration
         accuracy = "-" if report.train_accuracy is None else f"{report.train_accuracy:.3f}"
         length = "-" if report.mean_response_length is None else f"{report.mean_response_length:.1f}"
-        bar().set_postfix(accuracy=accuracy, length=length, refresh=True)
+        bar.set_postfix(accuracy=accuracy, length=length, refresh=True)
 
     def approve_removals(iterations: list[int]) -> list[int]:
-        bar().write(f"removing checkpoints (keep_last_checkpoints): iterations {', '.join(map(str, iterations))}")
+        write(f"removing checkpoints (keep_last_checkpoints): iterations {', '.join(map(str, iterations))}")
         return iterations
 
     def close() -> None:
         if "bar" in holder:
             holder.pop("bar").close()
 
-    hooks = TrainingHooks(on_iteration=on_iteration, log=lambda line: bar().write(line),
-                          on_checkpoint=lambda report: bar().write(f"checkpoint: {report.path}"),
+    hooks = TrainingHooks(on_iteration=on_iteration, log=write,
+                          on_checkpoint=lambda report: write(f"checkpoint: {report.path}"),
                           approve_checkpoint_removals=approve_removals)
     return hooks, close
 

@@ -194,3 +194,18 @@ def test_prompts_with_images_are_refused_rather_than_trained_without_them(capsys
         "mirrorlab-train: error: t.yaml: prompts: 1 prompt(s) have an image (first: line 2): RL trains on text "
         "prompts only and would leave the images out; use a prompt set without images (images are scored in "
         "evaluation suites, e.g. MathVista)")
+
+
+def test_the_progress_bar_starts_with_the_first_iteration_not_the_warm_up(capsys):
+    from training.cli import progress_hooks
+    from training.types import IterationReport
+
+    hooks, close = progress_hooks(total=10)
+    hooks.log("warm-up SFT step 40: loss 1.234")
+    assert capsys.readouterr().err == "warm-up SFT step 40: loss 1.234\n"  # above, no bar (its clock not started)
+    report = IterationReport(iteration=6, train_accuracy=0.5, mean_response_length=12.0, p95_response_length=20.0,
+                             loss=0.1, kl=0.0, tokens_generated=100, tokens_reused=0, seconds=1.0)
+    hooks.on_iteration(report)  # a run resumed after iteration 5: the bar starts there
+    close()
+    drawn = capsys.readouterr().err
+    assert "RL:" in drawn and "6/10" in drawn and "accuracy=0.500" in drawn
