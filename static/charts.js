@@ -3,6 +3,7 @@
 window.MirrorlabCharts = (function () {
   "use strict";
   var CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
+  var HEADROOM = 0.05;  // of the y span, above the highest point, so it does not touch the top edge
   var SHARED_LAYOUT = {
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
@@ -14,6 +15,25 @@ window.MirrorlabCharts = (function () {
   // A chart's own layout on top of the shared one.
   function layout(own) {
     return Object.assign({}, SHARED_LAYOUT, own);
+  }
+
+  function finite(values) {
+    return values.filter(function (value) { return typeof value === "number" && isFinite(value); });
+  }
+
+  // A y axis from zero (or the lowest negative value) to the highest of `values` plus headroom; fractions are
+  // percentages that stop at 105%, with a decimal when the axis tops below 10% (else ticks read 0%, 1%, 1%, 2%).
+  // All zero: up to 100% (fractions) or 1, never Plotly's -1..1 around a flat line.
+  function valueAxis(title, values, isFraction) {
+    var axis = { title: { text: title }, rangemode: "tozero", automargin: true };
+    var ys = finite(values);
+    var low = ys.length ? Math.min(0, Math.min.apply(null, ys)) : 0;
+    var high = ys.length ? Math.max.apply(null, ys) : 0;
+    if (high <= low) { high = isFraction ? 1 : low + 1; }
+    var pad = (high - low) * HEADROOM;
+    axis.range = [low < 0 ? low - pad : 0, isFraction ? Math.min(high + pad, 1 + HEADROOM) : high + pad];
+    if (isFraction) { axis.tickformat = axis.range[1] < 0.1 ? ".1%" : ".0%"; }
+    return axis;
   }
 
   // Draws (or redraws in place) `traces` with the chart's own layout.
@@ -46,5 +66,5 @@ window.MirrorlabCharts = (function () {
     return titledChart(container, caption, "figure", "figcaption", "");
   }
 
-  return { layout: layout, draw: draw, card: card, figure: figure };
+  return { layout: layout, draw: draw, card: card, figure: figure, valueAxis: valueAxis, finite: finite };
 })();

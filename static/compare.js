@@ -2,17 +2,12 @@
 (function () {
   "use strict";
   var ACCURACY_METRICS = { train_accuracy: true };
-  var HEADROOM = 0.05;  // of the y span, above the highest point, so it does not touch the top edge
   var FEW_INTEGERS = 10;  // an x span (iterations or tokens) up to this gets a tick at every integer
-
-  function finite(values) {
-    return values.filter(function (value) { return typeof value === "number" && isFinite(value); });
-  }
 
   // Iterations and tokens are counts: ticks on integers only (Plotly would put 1.5, 2.5 on a short span).
   function xAxis(xLabel, traces) {
     var axis = { title: { text: xLabel }, zeroline: false, tickformat: "d" };
-    var xs = finite([].concat.apply([], traces.map(function (trace) { return trace.x; })));
+    var xs = window.MirrorlabCharts.finite([].concat.apply([], traces.map(function (trace) { return trace.x; })));
     if (xs.length && Math.max.apply(null, xs) - Math.min.apply(null, xs) <= FEW_INTEGERS) {
       axis.tickmode = "linear";
       axis.tick0 = 0;
@@ -21,18 +16,9 @@
     return axis;
   }
 
-  // From zero (or the lowest negative value) to the highest point plus headroom; fractions stop at 105%.
   function yAxis(yLabel, isFraction, traces) {
-    var axis = { title: { text: yLabel }, rangemode: "tozero", automargin: true };
-    if (isFraction) { axis.tickformat = ".0%"; }
-    var ys = finite([].concat.apply([], traces.map(function (trace) { return trace.y; })));
-    if (!ys.length) { return axis; }
-    var low = Math.min(0, Math.min.apply(null, ys));
-    var high = Math.max.apply(null, ys);
-    if (high <= low) { high = isFraction ? 1 : low + 1; }
-    var pad = (high - low) * HEADROOM;
-    axis.range = [low < 0 ? low - pad : 0, isFraction ? Math.min(high + pad, 1 + HEADROOM) : high + pad];
-    return axis;
+    var ys = [].concat.apply([], traces.map(function (trace) { return trace.y; }));
+    return window.MirrorlabCharts.valueAxis(yLabel, ys, isFraction);
   }
 
   function baseLayout(xLabel, yLabel, isFraction, traces) {

@@ -24,7 +24,9 @@
     legend: { orientation: "h", y: -0.25 },
     xaxis: { title: { text: "response tokens" }, rangemode: "tozero" },
     yaxis: { title: { text: "accuracy" }, tickformat: ".0%", range: [0, 1], automargin: true },
-    yaxis2: { title: { text: "samples" }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false },
+    // its own round ticks: an overlaying axis copies the left one's by default (2.13, 22.6, 113.1 samples)
+    yaxis2: { title: { text: "samples" }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
+              tickmode: "auto", nticks: 6, tickformat: "d" },
   };
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -32,8 +34,12 @@
     var source = document.getElementById("length-curve-data");
     if (!container || !source || !window.Plotly || !window.MirrorlabCharts) { return; }
     JSON.parse(source.textContent).forEach(function (curve) {
-      var caption = curve.benchmark + " (bins of " + curve.bin_tokens + " tokens)";
-      window.MirrorlabCharts.draw(window.MirrorlabCharts.figure(container, caption), traces(curve), layout);
+      var caption = curve.benchmark + " (bins of " + curve.bin_tokens + (curve.bin_tokens === 1 ? " token)" : " tokens)");
+      var most = Math.max.apply(null, curve.bins.map(function (bin) { return bin.samples; }).concat([1]));
+      // counts: whole ticks only (a span of up to 10 samples gets one at every count)
+      var counts = Object.assign({}, layout.yaxis2, most <= 10 ? { tickmode: "linear", tick0: 0, dtick: 1 } : {});
+      window.MirrorlabCharts.draw(window.MirrorlabCharts.figure(container, caption), traces(curve),
+                                  Object.assign({}, layout, { yaxis2: counts }));
     });
   });
 })();

@@ -28,7 +28,6 @@
     showlegend: true,
     legend: { orientation: "h", y: -0.25 },
     xaxis: { title: { text: "mean response tokens" }, rangemode: "tozero" },
-    yaxis: { title: { text: "accuracy" }, tickformat: ".0%", automargin: true },
   };
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -37,8 +36,10 @@
     if (!container || !source || !window.Plotly || !window.MirrorlabCharts) { return; }
     var data = JSON.parse(source.textContent);
     data.charts.forEach(function (chart) {
+      var scores = pick(chart.parent, "score").concat(pick(chart.variants, "score"));
+      var own = Object.assign({}, layout, { yaxis: window.MirrorlabCharts.valueAxis("accuracy", scores, true) });
       window.MirrorlabCharts.draw(window.MirrorlabCharts.card(container, chart.benchmark),
-                                  traces(chart, data.parent.name), layout);
+                                  traces(chart, data.parent.name), own);
     });
   });
 })();

@@ -145,3 +145,31 @@ def test_the_evaluation_page_draws_accuracy_by_response_length(live_server, proj
     background = browser.execute_script(
         "return document.querySelector('#length-curves .js-plotly-plot')._fullLayout.paper_bgcolor;")
     assert background == "rgba(0,0,0,0)"  # the charts' shared layout reached the page's own
+    counts = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#length-curves .y2tick text')).map(t => t.textContent);")
+    assert counts and all(label.isdigit() for label in counts), f"sample-count ticks {counts}"  # not 2.13, 22.6
+
+
+def test_the_long2short_dashboard_draws_zero_scores_from_zero(live_server, project, alice, run, suite, browser,
+                                                                 shoot):
+    from webapp.long2short.models import Long2ShortVariant
+    from webapp.runs.models import Checkpoint
+
+    def evaluated(checkpoint, score, tokens):
+        evaluation = EvalRun.objects.create(project=project, suite=suite, checkpoint=checkpoint, status="succeeded")
+        BenchmarkResult.objects.create(eval_run=evaluation, benchmark="math500", score=score,
+                                       mean_response_tokens=tokens)
+
+    evaluated(Checkpoint.objects.create(project=project, run=run, iteration=10, path="/c/10"), 0.0, 900.0)
+    evaluated(Checkpoint.objects.create(project=project, run=run, iteration=20, path="/c/20"), 0.0, 1200.0)
+    variant = Long2ShortVariant.objects.create(project=project, name="merged", method="merge", parent_run=run)
+    evaluated(Checkpoint.objects.create(project=project, variant=variant, path="/v/merged"), 0.0, 600.0)
+    log_in(browser, live_server.url, "alice", "alice-password")
+    browser.get(f"{live_server.url}{reverse('long2short-dashboard')}?parent={run.pk}")
+
+    traces = wait_until(browser, lambda driver: driver.execute_script(TRACES_ON_PAGE), "the long2short chart")
+    shoot("long2short-zero-scores")
+    assert [trace["y"] for trace in traces] == [[0.0, 0.0], [0.0]]
+    low, high = browser.execute_script(
+        "return document.querySelector('#long2short-charts .js-plotly-plot')._fullLayout.yaxis.range;")
+    assert low == 0 and high == pytest.approx(1.05)  # not Plotly's -100%..100% around a flat line
