@@ -2,7 +2,7 @@
 
 from django.conf import settings
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
@@ -16,11 +16,24 @@ from webapp.prompts.api import PromptSetViewSet, PromptViewSet
 from webapp.runs.api import CheckpointViewSet, IterationMetricViewSet, RLRunViewSet, TrainingSampleViewSet
 
 
+def schema_permissions():
+    """The schema and its docs page: for logged-in users, or anyone when settings.PUBLIC_API_SCHEMA."""
+    return [AllowAny() if settings.PUBLIC_API_SCHEMA else IsAuthenticated()]
+
+
 class SchemaView(SpectacularAPIView):
-    """The OpenAPI schema: for logged-in users, or anyone when settings.PUBLIC_API_SCHEMA."""
+    """The OpenAPI schema (YAML, or JSON with ?format=json)."""
 
     def get_permissions(self):
-        return [AllowAny() if settings.PUBLIC_API_SCHEMA else IsAuthenticated()]
+        return schema_permissions()
+
+
+class DocsView(SpectacularSwaggerView):
+    """The schema drawn by Swagger UI: every endpoint with its fields and answers, tried from the page with the
+    session's login."""
+
+    def get_permissions(self):
+        return schema_permissions()
 
 
 router = DefaultRouter()
@@ -41,6 +54,7 @@ router.register("variant-records", Long2ShortRecordViewSet)
 
 urlpatterns = [
     path("schema/", SchemaView.as_view(), name="api-schema"),
+    path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("token/", ObtainAuthTokenView.as_view(), name="api-token"),
     path("", include(router.urls)),
 ]

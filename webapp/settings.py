@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "webapp.projects",
     "webapp.prompts",
     "webapp.runs",
@@ -126,6 +127,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # /api/docs/ draws the schema with Swagger UI from this package's static files, not a CDN (offline labs)
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Celery: the on-disk filesystem transport by default, so one machine needs no broker.
@@ -158,6 +162,9 @@ JOB_MAX_LOST_WORKERS = envint("JOB_MAX_LOST_WORKERS", 3)
 JOB_RECOVERY_INTERVAL_SECONDS = envint("JOB_RECOVERY_INTERVAL_SECONDS", 30)
 # A running job that has not stopped this long after its cancel (hung) stops beating, and recovery cancels it.
 JOB_CANCEL_GRACE_SECONDS = envint("JOB_CANCEL_GRACE_SECONDS", 600)
+# A job queued (its task on the broker) longer than this with no worker starting it: its page says which queue
+# needs a worker (webapp/pages/job_waiting.py). Read from the row only; the web server never asks the broker.
+JOB_QUEUED_HINT_SECONDS = envint("JOB_QUEUED_HINT_SECONDS", 60)
 if JOB_STALE_AFTER_SECONDS < 3 * JOB_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("JOB_STALE_AFTER_SECONDS must be at least three heartbeats (JOB_HEARTBEAT_SECONDS)")
 if JOB_MAX_LOST_WORKERS < 1:
