@@ -202,3 +202,25 @@ def test_phase_metrics_sum_the_switches_and_reset(tmp_path):
 def test_an_unknown_release_mode_is_refused(tmp_path):
     with pytest.raises(ValueError, match="hybrid_release must be one of restart, sleep; got 'nap'"):
         HybridRolloutEngine(ServerSettings(model_path="unused", eos_id=0, release="nap"), log_dir=tmp_path)
+
+
+def test_the_log_folder_an_engine_made_for_itself_goes_with_it(tmp_path):
+    own = HybridRolloutEngine(ServerSettings(model_path="unused", eos_id=0))
+    assert own.log_dir.is_dir() and own.log_dir.name.startswith("mirrorlab-vllm-")
+    own.close()
+    assert not own.log_dir.exists()  # one folder per engine built used to stay in /tmp for good
+    given = HybridRolloutEngine(ServerSettings(model_path="unused", eos_id=0), log_dir=tmp_path)
+    given.close()
+    assert tmp_path.is_dir()  # a folder the caller chose is the caller's
+
+
+def test_vllm_keeps_a_bounded_onednn_primitive_cache_unless_told_otherwise(monkeypatch):
+    from training.rollout import vllm_engine
+
+    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_KVCACHE_SPACE"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test
+    vllm_engine._set_default_environment(None)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "128"
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1024")
+    vllm_engine._set_default_environment(None)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "1024"

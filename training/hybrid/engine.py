@@ -15,6 +15,7 @@ reloads them in place and resets its prefix cache; nothing touches the disk. Eve
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import time
 from collections import defaultdict
@@ -48,6 +49,7 @@ class HybridRolloutEngine:
         self.update_bucket_bytes = update_bucket_bytes
         self.health_timeout, self.start_timeout = health_timeout, start_timeout
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="mirrorlab-vllm-"))
+        self.owns_log_dir = log_dir is None  # a folder of its own is removed on close (one per engine built)
         # With a sidecar socket the sidecar starts each server (a crash restart = a new connection).
         self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank, sidecar_socket)
         self.model = None  # the model last handed over: its weights are re-sent after a crash
@@ -121,8 +123,10 @@ class HybridRolloutEngine:
         return metrics
 
     def close(self) -> None:
-        """Stop the server and give the trainer its memory back."""
+        """Stop the server and give the trainer its memory back; remove the log folder it made for itself."""
         self.server.stop()
+        if self.owns_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
         if self.model is not None:
             memory.onload(self.memory_holder, self.trainer_device)
             self.model = None
