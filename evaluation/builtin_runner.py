@@ -101,7 +101,8 @@ def sample_outcome(problem: BenchmarkProblem, index: int, response: GeneratedRes
     detail = judge.error if judge is not None and judge.is_error else (rule.detail if rule is not None else "")
     return SampleOutcome(problem_id=problem.problem_id, sample_index=index, response=response.text,
                          response_tokens=response.tokens, truncated=response.truncated, correct=graded.correct,
-                         extracted_answer=rule.extracted if rule is not None else "", detail=detail,
+                         extracted_answer=rule.extracted if rule is not None else "",
+                         reference_answer=problem.answer, detail=detail,
                          extraction_policy=extraction_policy if rule is not None else "", graded_by=graded.graded_by,
                          judge_verdict=judge_verdict_text(judge), judge_reasoning=judge.reasoning if judge else "")
 

@@ -23,6 +23,7 @@ class SampleOutcome:
     truncated: bool
     correct: bool
     extracted_answer: str = ""
+    reference_answer: str = ""  # the problem's reference answer ("" for code benchmarks, graded by tests)
     detail: str = ""  # why it was judged so: a sandbox verdict, a verifier timeout, a judge error...
     extraction_policy: str = ""  # how the final answer was found ("" where no answer is extracted: code)
     graded_by: str = ""  # "rule" (verifier, sandbox...) or "judge" (the CoT judge model)

@@ -1,5 +1,6 @@
 // The run page's live parts: figure 5 (accuracy and response length versus iteration, with the accuracy of
-// evaluated checkpoints per benchmark), figures 6/8 (run_trends.js), and the status refresh. No page reloads.
+// evaluated checkpoints per benchmark), figures 6/8 (run_trends.js), and the status refresh; the checkpoint and
+// evaluation sections follow (run_sections.js, once more when the run ends). No page reloads.
 (function () {
   "use strict";
   var POLL_MILLISECONDS = 5000;
@@ -105,6 +106,8 @@
     setText("traceback", status.traceback);
     setHidden(field("error-box"), !status.error);
     setHidden(field("traceback-box"), !status.traceback);
+    setText("queued-hint", status.queued_hint || "");
+    setHidden(field("queued-hint"), !status.queued_hint);
     setHidden(field("cancel-notice"), !status.cancel_requested || status.is_terminal);
     setHidden(document.querySelector("form[data-action='cancel']"), status.is_terminal);
     setHidden(document.querySelector("form[data-action='resume']"), !status.is_resumable);
@@ -122,6 +125,7 @@
         if (status.status !== state.dataset.loadedStatus) { fadeMessages(); }
         draw(chart, status.metrics, status.benchmarks);
         drawTrends(status.benchmarks);
+        if (window.MirrorlabRunSections) { window.MirrorlabRunSections.refresh(state, status); }
         if (!status.is_terminal) {
           window.setTimeout(function () { poll(state, chart); }, POLL_MILLISECONDS);
         }

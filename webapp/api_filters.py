@@ -3,13 +3,15 @@ when fractional.
 
 A foreign-key filter (?run=, ?project=, ?variant=...) chooses among the rows the requesting user may see, so the
 id of another project's row and an id that does not exist get the same 400; an integer filter (?iteration=,
-?min_tokens=...) refuses 1.9 rather than letting the database truncate it.
+?min_tokens=...) refuses 1.9 rather than letting the database truncate it; a boolean filter (?correct=,
+?truncated=...) refuses a value other than true/false/1/0 rather than ignoring it.
 """
 
 from __future__ import annotations
 
 import django_filters
 from django import forms
+from django.core.exceptions import ValidationError
 from django.db import models
 from django_filters import rest_framework as drf_filters
 from django_filters.conf import settings as filter_settings
@@ -19,6 +21,31 @@ class IntegerFilter(django_filters.NumberFilter):
     """A whole number: '1.9' is a 400 naming the parameter (a NumberFilter reads a decimal)."""
 
     field_class = forms.IntegerField
+
+
+BOOLEAN_VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+
+class StrictBooleanField(forms.Field):
+    """true/false (or 1/0, any case); another value is an error naming it (a BooleanFilter ignores it)."""
+
+    default_error_messages = {"invalid": "'%(value)s' is not a boolean: give true or false."}
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if isinstance(value, bool):
+            return value
+        try:
+            return BOOLEAN_VALUES[str(value).strip().lower()]
+        except KeyError:
+            raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value}) from None
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    """A boolean filter whose unknown value is a 400 naming the parameter."""
+
+    field_class = StrictBooleanField
 
 
 def visible_rows(model: type[models.Model]):
@@ -36,12 +63,13 @@ def visible_foreign_key(field: models.ForeignKey) -> dict:
 
 
 class VisibleFilterSet(drf_filters.FilterSet):
-    """The base of every API filter set: foreign keys among the visible rows, integers whole."""
+    """The base of every API filter set: foreign keys among the visible rows, integers whole, booleans strict."""
 
     FILTER_DEFAULTS = {
         **drf_filters.FilterSet.FILTER_DEFAULTS,
         **{field: {"filter_class": IntegerFilter} for field in drf_filters.FilterSet.FILTER_DEFAULTS
            if issubclass(field, models.IntegerField)},
+        models.BooleanField: {"filter_class": StrictBooleanFilter},
         models.ForeignKey: {"filter_class": django_filters.ModelChoiceFilter, "extra": visible_foreign_key},
         models.OneToOneField: {"filter_class": django_filters.ModelChoiceFilter, "extra": visible_foreign_key},
     }

@@ -34,7 +34,9 @@ app.conf.update(
 )
 app.autodiscover_tasks(["workers"], related_name="tasks")  # looked up when a worker starts, never here
 
-# Job kind (the row's model, see workers/jobs.py) -> (task name, queue).
+# Job kind -> the row's model (app label.model name), and -> (task name, queue).
+JOB_MODELS = {"rl_run": "runs.RLRun", "eval_run": "evals.EvalRun", "long2short": "long2short.Long2ShortVariant",
+              "prompt_import": "prompts.PromptSetImport", "grader_audit": "evals.GraderAudit"}
 JOB_TASKS = {
     "rl_run": ("mirrorlab.run_rl", "gpu"),
     "eval_run": ("mirrorlab.run_evaluation", "gpu"),
@@ -49,6 +51,12 @@ def enqueue_job(kind: str, pk: int) -> None:
     """Queue the task that runs job row `pk` of the given kind."""
     task_name, queue = JOB_TASKS[kind]
     app.send_task(task_name, args=[pk], queue=queue)
+
+
+def job_queue(model_label: str) -> str:
+    """The queue a job row's task goes to, by the row's model label ("runs.RLRun" -> "gpu")."""
+    kind = next(kind for kind, label in JOB_MODELS.items() if label == model_label)
+    return JOB_TASKS[kind][1]
 
 
 def enqueue_node_join(run_id: int, node_index: int, claimer: str) -> None:

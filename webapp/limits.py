@@ -5,10 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import JsonResponse
 
-
-def megabytes(size: int) -> str:
-    """1500000 -> '1.5 MB'; below a megabyte in kB."""
-    return f"{size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"{size / 1000:.1f} kB"
+from common.sizes import decimal_size
 
 
 class RequestSizeLimitMiddleware:
@@ -23,8 +20,8 @@ class RequestSizeLimitMiddleware:
         except ValueError:
             return JsonResponse({"detail": "Content-Length is not a number"}, status=400)
         if length > settings.MAX_REQUEST_BYTES:
-            return JsonResponse({"detail": f"the request body ({megabytes(length)}) is over the limit of "
-                                           f"{megabytes(settings.MAX_REQUEST_BYTES)} (MIRRORLAB_MAX_REQUEST_BYTES)"},
+            return JsonResponse({"detail": f"the request body ({decimal_size(length)}) is over the limit of "
+                                           f"{decimal_size(settings.MAX_REQUEST_BYTES)} (MIRRORLAB_MAX_REQUEST_BYTES)"},
                                 status=413)
         return self.get_response(request)
 
@@ -32,6 +29,7 @@ class RequestSizeLimitMiddleware:
 def upload_size_error(size: int) -> str | None:
     """Why an uploaded file is refused for its size, or None."""
     if size > settings.MAX_UPLOAD_BYTES:
-        return (f"the file ({megabytes(size)}) is over the upload limit of {megabytes(settings.MAX_UPLOAD_BYTES)} "
-                "(MIRRORLAB_MAX_UPLOAD_BYTES); import larger datasets from the hub or an import root")
+        return (f"the file ({decimal_size(size)}) is over the upload limit of "
+                f"{decimal_size(settings.MAX_UPLOAD_BYTES)} (MIRRORLAB_MAX_UPLOAD_BYTES); import larger datasets from "
+                "the hub or an import root")
     return None

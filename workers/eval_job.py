@@ -42,6 +42,7 @@ def store_outcome(eval_run: EvalRun, outcome: BenchmarkOutcome, progress: float)
                           response_tokens=sample.response_tokens, correct=sample.correct,
                           truncated=sample.truncated,
                           extracted_answer=storable_text(sample.extracted_answer),
+                          reference_answer=storable_text(sample.reference_answer),
                           detail=storable_text(sample.detail), extraction_policy=sample.extraction_policy,
                           graded_by=sample.graded_by, judge_verdict=sample.judge_verdict,
                           judge_reasoning=storable_text(sample.judge_reasoning))

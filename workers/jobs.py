@@ -15,12 +15,10 @@ from django.apps import apps
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from webapp.celery import JOB_MODELS
 from webapp.jobs import Job, JobStatus, JobTakenOver
 
 logger = logging.getLogger(__name__)
-
-JOB_MODELS = {"rl_run": "runs.RLRun", "eval_run": "evals.EvalRun", "long2short": "long2short.Long2ShortVariant",
-              "prompt_import": "prompts.PromptSetImport", "grader_audit": "evals.GraderAudit"}
 
 
 class JobCancelled(Exception):

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from common.knobs import parse_config
+from common.sizes import decimal_size
 from training.config import LONG2SHORT_CONFIGS
 from training.long2short import long2short_methods
 from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
@@ -141,7 +142,7 @@ def store_outcome(variant: Long2ShortVariant, job: Long2ShortJob, outcome: Long2
                       "iteration": outcome.iteration})
         evaluation = queue_evaluation(variant, checkpoint, job.parent_config)
         Long2ShortVariant.append_log(variant.pk, f"checkpoint saved: {outcome.checkpoint_path} "
-                                     f"({outcome.size_bytes / 1e6:.1f} MB); {len(outcome.kept_samples)} kept "
+                                     f"({decimal_size(outcome.size_bytes)}); {len(outcome.kept_samples)} kept "
                                      f"samples, {len(outcome.pairs)} pairs")
         if evaluation is None:
             Long2ShortVariant.append_log(variant.pk, "no evaluation suite (variant or parent run): not evaluated")

@@ -14,6 +14,7 @@ from django.utils import timezone
 from training.config import RLConfig
 from training.backends import trainer_backends
 from common.knobs import parse_config
+from common.sizes import decimal_size
 from training.types import (
     CheckpointReport, IterationReport, PinnedCheckpointsUnknown, PromptRecord, SampleReport, TrainingHooks,
 )
@@ -89,7 +90,7 @@ def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) ->
             project_id=run.project_id, run=run, iteration=report.iteration,
             defaults={"path": str(report.path), "size_bytes": report.size_bytes, "files_removed_at": None})
         RLRun.append_log(run.pk, f"checkpoint saved: iteration {report.iteration} "
-                                 f"({report.size_bytes / 1e6:.1f} MB)")
+                                 f"({decimal_size(report.size_bytes)})")
         if run.evaluation_suite_id and evaluation_due(config, report.iteration):
             evaluation = launch_evaluation(project_id=run.project_id, suite_id=run.evaluation_suite_id,
                                            checkpoint=checkpoint, rollout_engine=config.rollout_engine,

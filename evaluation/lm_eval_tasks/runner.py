@@ -335,7 +335,7 @@ def _mirrorlab_run(task_name: str, logged: list[dict], tokenizer, generation: Ge
             rows.append(SampleOutcome(
                 problem_id=doc["problem_id"], sample_index=index, response=response, response_tokens=tokens,
                 truncated=tokens >= generation.max_tokens, correct=judgement.correct,
-                extracted_answer=judgement.extracted, detail=judgement.detail))
+                extracted_answer=judgement.extracted, reference_answer=str(doc["answer"]), detail=judgement.detail))
         problems.append(rows)
         values.append(example["pass@1"])
     return _TaskRun(task_name, problems, values, "pass@1", {key.split(",")[0]: value for key, value in metrics.items()})
@@ -356,7 +356,8 @@ def _builtin_run(task_name: str, logged: list[dict], tokenizer, generation: Gene
             detail += f"; the task scored its {len(example['resps'][0])} samples as one answer"
         problems.append([SampleOutcome(
             problem_id=str(example["doc_id"]), sample_index=0, response=response, response_tokens=tokens,
-            truncated=truncated, correct=number == 1.0, extracted_answer=extracted, detail=detail)])
+            truncated=truncated, correct=number == 1.0, extracted_answer=extracted,
+            reference_answer=_reference_answer(example, output_type), detail=detail)])
         values.append(number)
     return _TaskRun(task_name, problems, values, main_key, metrics)
 
@@ -377,6 +378,19 @@ def _builtin_response(example: dict, output_type: str, tokenizer,
         option = _option_text(example, best)
         return option, option, 0, False
     return "", "", 0, False  # loglikelihood(_rolling): no response text
+
+
+def _reference_answer(example: dict, output_type: str) -> str:
+    """The logged target of a built-in task's problem: its text, or a multiple-choice task's option text."""
+    target = example.get("target")
+    if target is None:
+        return ""
+    if output_type == "multiple_choice" and isinstance(target, int):
+        try:
+            return _option_text(example, target)
+        except (KeyError, IndexError, TypeError):  # arguments logged in another shape: the option's number
+            return str(target)
+    return str(target)
 
 
 def _option_text(example: dict, index: int) -> str:

@@ -66,6 +66,7 @@ def test_scores_of_scripted_responses_match_a_hand_computation():
     assert len(outcome.samples) == 12
     assert [sample.truncated for sample in outcome.samples[-4:]] == [True] * 4
     assert outcome.samples[4].extracted_answer == answers[1]
+    assert [sample.reference_answer for sample in outcome.samples[::4]] == answers  # stored beside the extracted one
     assert context.generator.calls == [(2, 4, 0), (1, 4, 2)]  # batches of 2 problems, seeds move with the batch
 
 

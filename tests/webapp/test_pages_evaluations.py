@@ -161,3 +161,42 @@ def test_samples_page_lists_only_the_disagreeing_samples_when_asked(client_for, 
     disagreeing = client_for(bob).get(url + "?audit=disagree").content.decode()
     assert all(f"response {index}" in everything for index in range(4))
     assert [f"response {index}" in disagreeing for index in range(4)] == [True, False, False, True]
+
+
+def test_other_metrics_show_numbers_formatted_strings_as_is_and_settings_as_pairs(client_for, alice,
+                                                                                  scored_evaluation):
+    BenchmarkResult.objects.filter(eval_run=scored_evaluation, benchmark="math500").update(metrics={
+        "pass@4": 0.8, "maj@4": 3, "runner": "builtin",
+        "sampling": {"temperature": 0.6, "max_tokens": 512, "seed": 0}})
+    content = client_for(alice).get(page("evaluation-detail", scored_evaluation)).content.decode()
+    row = content[content.index("<code>math500</code>"):]
+    row = row[:row.index("</tr>")]
+    for shown in ("<code>pass@4</code> 0.800", "<code>maj@4</code> 3", "<code>runner</code> builtin"):
+        assert shown in row, row
+    settings = row[row.index("<code>sampling</code> "):].split("</span>")[0].removeprefix("<code>sampling</code> ")
+    assert sorted(settings.split(", ")) == ["max_tokens=512", "seed=0", "temperature=0.6"]  # stored order: jsonb's
+
+
+@pytest.mark.parametrize("query, field", [({"correct": "maybe"}, "Correct"), ({"audit": "agree"}, "Audit")])
+def test_samples_page_says_an_unknown_filter_value_is_ignored(client_for, alice, scored_evaluation, query, field):
+    add_samples(scored_evaluation, "math500", 4)
+    response = client_for(alice).get(page("evaluation-samples", scored_evaluation), query)
+    content = response.content.decode()
+    assert response.status_code == 200 and f"{field}: " in content and "(filter ignored)" in content
+    assert len(response.context["page"]) == 4  # every sample, unfiltered
+
+
+def test_samples_page_shows_no_ignored_filter_for_known_values(client_for, alice, scored_evaluation):
+    response = client_for(alice).get(page("evaluation-samples", scored_evaluation),
+                                     {"correct": "yes", "audit": "disagree", "benchmark": "math500"})
+    assert "(filter ignored)" not in response.content.decode()
+
+
+def test_samples_page_shows_the_reference_answer_next_to_the_extracted_one(client_for, bob, evaluation):
+    SampleResult.objects.create(eval_run=evaluation, benchmark="math500", problem_id="p1", response="so 3/4",
+                                response_tokens=3, correct=False, extracted_answer="3/4",
+                                reference_answer="\\frac{1}{2}")
+    content = client_for(bob).get(page("evaluation-samples", evaluation)).content.decode()
+    assert "Reference answer</th>" in content
+    extracted = content.index("<code>3/4</code>")
+    assert content.index("\\frac{1}{2}</code>", extracted) - extracted < 200  # the next cell

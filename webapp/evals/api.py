@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -25,7 +24,7 @@ from webapp.api_base import (
     CancelMixin, Conflict, ProjectScopedSerializer, QueuedJobSerializerMixin, ReadOnlyScopedViewSet, ScopedViewSet,
     StrictSerializer, UniqueNameInProjectMixin, visible_field,
 )
-from webapp.api_filters import ResponseLengthFilter
+from webapp.api_filters import ResponseLengthFilter, StrictBooleanFilter
 from webapp.evals.models import BenchmarkResult, BenchmarkSuite, EvalRun, GraderAudit, SampleResult
 from webapp.evals.services import (
     audit_grader, audit_refusal, disagreeing, launch_audit, launch_evaluation, length_curves,
@@ -286,13 +285,13 @@ class SampleResultSerializer(serializers.ModelSerializer):
     class Meta:
         model = SampleResult
         fields = ("id", "eval_run", "benchmark", "problem_id", "sample_index", "response", "response_tokens",
-                  "correct", "truncated", "extracted_answer", "detail", "extraction_policy", "graded_by",
-                  "judge_verdict", "judge_reasoning", "audit_correct", "audit_answer", "audit_detail",
+                  "correct", "truncated", "extracted_answer", "reference_answer", "detail", "extraction_policy",
+                  "graded_by", "judge_verdict", "judge_reasoning", "audit_correct", "audit_answer", "audit_detail",
                   "audit_disagrees")
 
 
 class SampleResultFilter(ResponseLengthFilter):
-    audit_disagrees = django_filters.BooleanFilter(method="filter_audit_disagrees",
+    audit_disagrees = StrictBooleanFilter(method="filter_audit_disagrees",
                                                    label="Only samples where the latest audit disagrees (true).")
 
     class Meta:

@@ -155,6 +155,8 @@ class SampleResult(models.Model):
     correct = models.BooleanField()
     truncated = models.BooleanField(default=False)
     extracted_answer = models.TextField(blank=True)
+    reference_answer = models.TextField(blank=True, help_text="The problem's reference answer, compared with the "
+                                        "extracted one (empty for code benchmarks, and for rows from before).")
     detail = models.TextField(blank=True, help_text="Why it was judged so: a sandbox verdict, a timeout, a judge "
                                                     "error.")
     extraction_policy = models.CharField(max_length=20, blank=True,

@@ -199,14 +199,11 @@ def _column_order(evaluations: Sequence[EvalRun], labels: dict[tuple[str, int], 
 
 
 def row_label(evaluation: EvalRun) -> str:
-    """The checkpoint's run (or variant) name and iteration, else the model string: "run-1 @ 40", "Qwen/Qwen2.5-7B"."""
+    """The checkpoint's label, as pages and forms show it (Checkpoint.label: "run-1 @ 40", "short (DPO)",
+    "demo/iteration-000006"), else the model string: "Qwen/Qwen2.5-7B"."""
     checkpoint = evaluation.checkpoint
-    if checkpoint is not None:
-        source = checkpoint.run or checkpoint.variant
-        if source is not None:
-            return source.name if checkpoint.iteration is None else f"{source.name} @ {checkpoint.iteration}"
-        if checkpoint.path.strip("/"):
-            return checkpoint.path.rstrip("/").rsplit("/", 1)[-1]
+    if checkpoint is not None and (checkpoint.written_by_worker or checkpoint.path.strip("/")):
+        return checkpoint.label
     return evaluation.model or f"evaluation {evaluation.pk}"
 
 

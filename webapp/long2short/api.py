@@ -15,7 +15,7 @@ from webapp.api_schema import cancel_schema
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.models import Long2ShortRecord, Long2ShortVariant
-from webapp.long2short.parents import parents_source_run
+from webapp.long2short.parents import parent_run_error, parents_source_run
 from webapp.long2short.services import MERGE_CHOICES, launch_variant, variant_parameter_errors
 from webapp.runs.api import JOB_FIELDS
 from webapp.runs.models import Checkpoint, RLRun
@@ -51,6 +51,9 @@ class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSeriali
             raise serializers.ValidationError({"parent_run": "give a parent run or a parent checkpoint"})
         if error := parent_checkpoint_error(current("parent_run"), current("parent_checkpoint")):
             raise serializers.ValidationError({"parent_checkpoint": error})
+        if (self.instance is None or attrs.keys() & {"parent_run", "parent_checkpoint"}) and \
+                (error := parent_run_error(current("parent_run"), current("parent_checkpoint"))):
+            raise serializers.ValidationError({"parent_run": [error]})
         if attrs.get("parent_checkpoint") is not None and (error := attrs["parent_checkpoint"].files_removed_error()):
             raise serializers.ValidationError({"parent_checkpoint": [error]})
         if self.instance is None or attrs.keys() & {"method", "parameters"}:

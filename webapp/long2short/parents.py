@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
 from common.id_lists import NotAnId, parse_id_list
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.runs.models import Checkpoint, RLRun
 
 MAX_ANCESTORS = 20  # a variant of a variant of ...: stop following parents after this many
+WAITING_FOR_PARENT = (JobStatus.QUEUED, JobStatus.RUNNING)  # a parent run still making its checkpoints
 
 
 class ParentUnavailable(Exception):
@@ -42,7 +45,31 @@ def pending_parent_run(variant: Long2ShortVariant) -> RLRun | None:
     if variant.parent_checkpoint_id or not variant.parent_run_id:
         return None
     run = variant.parent_run
-    return run if run.status in (JobStatus.QUEUED, JobStatus.RUNNING) else None
+    return run if run.status in WAITING_FOR_PARENT else None
+
+
+def parent_run_choices(project) -> QuerySet[RLRun]:
+    """The runs of the project a variant may start from, newest first: those with a checkpoint whose files are kept,
+    and those still queued or running (the variant waits for their checkpoint)."""
+    kept = Checkpoint.objects.filter(run=OuterRef("pk"), files_removed_at=None)
+    return (RLRun.objects.filter(project=project)
+            .filter(Q(status__in=WAITING_FOR_PARENT) | Q(Exists(kept))).order_by("-created_at"))
+
+
+def parent_run_error(run: RLRun | None, checkpoint: Checkpoint | None) -> str | None:
+    """Why `run` cannot be a new variant's parent run (with `checkpoint` as its parent checkpoint, if given), or
+    None: a finished run needs a checkpoint whose files are kept, and a failed or cancelled one is used through
+    one of its checkpoints (the worker refuses to take its latest)."""
+    if run is None or run.status in WAITING_FOR_PARENT:
+        return None
+    status = run.get_status_display().lower()
+    if not run.checkpoints.filter(files_removed_at=None).exists():
+        return (f"Run {run.name} (#{run.pk}, {status}) has no checkpoint whose files are kept: choose a run that "
+                f"saved one.")
+    if checkpoint is None and run.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        return (f"Run {run.name} (#{run.pk}) {status}: a variant needs a parent run that succeeded; choose one of "
+                f"its checkpoints as the parent checkpoint instead.")
+    return None
 
 
 def resolve_parent_checkpoint(variant: Long2ShortVariant) -> Checkpoint:

@@ -13,16 +13,17 @@ from django.views.decorators.http import require_POST
 from common.path_rules import PathRefused
 from evaluation.suite_config import BENCHMARKS
 from webapp.evals.models import BenchmarkSuite, EvalRun
-from webapp.evals.services import disagreeing, launch_evaluation, length_curves
+from webapp.evals.services import launch_evaluation, length_curves
 from webapp.pages.evaluation_forms import BenchmarkFormSet, EvaluationLaunchForm, SuiteForm
+from webapp.pages.evaluation_samples import EvaluationSampleFilterForm, filtered_samples
 from webapp.pages.run_data import log_tail
+from webapp.pages.run_samples import valid_filters
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
 from webapp.projects.context import current_project_for
 
 SAMPLES_PER_PAGE = 50
 RELATED_ROWS = 20
 EVAL_RELATED = ("project", "suite", "owner", "checkpoint__run", "checkpoint__variant")
-SAMPLE_FILTERS = {"yes": True, "no": False}
 BENCHMARKS_PREFIX = "benchmarks"  # the formset's field prefix: benchmarks-0-max_tokens
 
 
@@ -78,21 +79,16 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def evaluation_samples(request: HttpRequest, pk: int) -> HttpResponse:
     """One evaluation's sampled responses, paginated, filtered by ?benchmark=, ?correct=yes|no and
-    ?audit=disagree (the samples whose latest grader audit gave another verdict)."""
+    ?audit=disagree (the samples whose latest grader audit gave another verdict); an unknown value is reported
+    and ignored."""
     evaluation = visible_evaluation(request, pk)
-    samples = evaluation.samples.order_by("benchmark", "problem_id", "sample_index")
-    benchmark = request.GET.get("benchmark", "")
-    if benchmark:
-        samples = samples.filter(benchmark=benchmark)
-    correct = request.GET.get("correct", "")
-    if correct in SAMPLE_FILTERS:
-        samples = samples.filter(correct=SAMPLE_FILTERS[correct])
-    audit = request.GET.get("audit", "")
-    if audit == "disagree":
-        samples = disagreeing(samples)
+    form = EvaluationSampleFilterForm(request.GET or None)
+    filters = valid_filters(form)
+    samples = filtered_samples(evaluation, filters)
     benchmarks = evaluation.results.order_by("benchmark").values_list("benchmark", flat=True)
-    context = {"evaluation": evaluation, "page": paginate(request, samples, per_page=SAMPLES_PER_PAGE),
-               "benchmarks": benchmarks, "benchmark": benchmark, "correct": correct, "audit": audit}
+    context = {"evaluation": evaluation, "form": form, "page": paginate(request, samples, per_page=SAMPLES_PER_PAGE),
+               "benchmarks": benchmarks, "benchmark": filters.get("benchmark", ""),
+               "correct": filters.get("correct", ""), "audit": filters.get("audit", "")}
     return render(request, "pages/evaluations/samples.html", context)
 
 

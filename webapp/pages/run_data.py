@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Avg, Count, Window
+from django.db.models import Avg, Count, IntegerField, OuterRef, QuerySet, Subquery, Value, Window
+from django.db.models.functions import Coalesce
 from django.utils import dateformat, timezone
 from django.utils.timesince import timesince
 
 from common.knobs import describe_knobs
 from training.config import RLConfig
+from webapp.evals.models import EvalRun
 from webapp.jobs import JobStatus
+from webapp.pages.job_waiting import no_worker_hint
 from webapp.pages.run_charts import benchmark_series, chart_series
-from webapp.runs.models import IterationMetric, RLRun
+from webapp.runs.models import Checkpoint, IterationMetric, RLRun
 
 LOG_TAIL_LINES = 400
 ETA_RECENT_ITERATIONS = 20
@@ -87,8 +90,39 @@ def duration_text(seconds: float | None) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
+def row_count(rows: QuerySet, outer: str) -> Coalesce:
+    """An annotation: how many of `rows` (filtered on OuterRef) there are, as a subquery grouped by `outer`."""
+    counted = rows.order_by().values(outer).annotate(count=Count("pk")).values("count")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+def with_section_counts(runs: QuerySet[RLRun]) -> QuerySet[RLRun]:
+    """The runs with the counts that change when the run page's "Checkpoints" and "Evaluations of its checkpoints"
+    sections do: checkpoints saved and removed, evaluations queued, still active, running (subqueries of the
+    run's own query: no query more)."""
+    checkpoints = Checkpoint.objects.filter(run=OuterRef("pk"))
+    evaluations = EvalRun.objects.filter(checkpoint__run=OuterRef("pk"))
+    return runs.annotate(
+        section_checkpoints=row_count(checkpoints, "run"),
+        section_removed_checkpoints=row_count(checkpoints.filter(files_removed_at__isnull=False), "run"),
+        section_evaluations=row_count(evaluations, "checkpoint__run"),
+        section_active_evaluations=row_count(evaluations.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)),
+                                             "checkpoint__run"),
+        section_running_evaluations=row_count(evaluations.filter(status=JobStatus.RUNNING), "checkpoint__run"),
+    )
+
+
+def sections_key(run: RLRun) -> str:
+    """A key of the run page's checkpoint and evaluation sections, from with_section_counts: the page reloads
+    those sections when the polled key differs from the one it was drawn with."""
+    counts = (run.section_checkpoints, run.section_removed_checkpoints, run.section_evaluations,
+              run.section_active_evaluations, run.section_running_evaluations)
+    return "-".join(str(count) for count in counts)
+
+
 def status_payload(run: RLRun) -> dict[str, Any]:
-    """The run's state as JSON-ready data, for the page's periodic refresh (a fixed number of queries)."""
+    """The run's state as JSON-ready data, for the page's periodic refresh (a fixed number of queries); `run`
+    comes annotated by with_section_counts."""
     metric_rows, metric_count = newest_metric_rows(run)
     eta = eta_from_newest(run, [row["seconds"] for row in metric_rows[:ETA_RECENT_ITERATIONS]])
     heartbeat = run.heartbeat_at if run.status == JobStatus.RUNNING else None
@@ -114,6 +148,8 @@ def status_payload(run: RLRun) -> dict[str, Any]:
         "metric_rows": metric_rows,
         "metric_count": metric_count,
         "benchmarks": benchmark_series(run),
+        "queued_hint": no_worker_hint(run),
+        "sections_key": sections_key(run),
     }
 
 

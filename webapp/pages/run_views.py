@@ -14,7 +14,9 @@ from common.knobs import config_to_dict
 from webapp.evals.models import EvalRun
 from webapp.pages.forms import RunLaunchForm
 from webapp.pages.run_charts import benchmark_series, chart_series
-from webapp.pages.run_data import config_rows, duration_text, eta_seconds, log_tail, status_payload
+from webapp.pages.run_data import (
+    config_rows, duration_text, eta_seconds, log_tail, sections_key, status_payload, with_section_counts,
+)
 from webapp.pages.run_samples import SampleFilterForm, filtered_samples, valid_filters
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
 from webapp.projects.context import current_project_for
@@ -26,10 +28,10 @@ SAMPLES_PER_PAGE = 25
 RELATED_ROWS = 20
 
 
-def visible_run(request: HttpRequest, pk: int) -> RLRun:
-    """The run if the user may see it, else 404."""
+def visible_run(request: HttpRequest, pk: int, section_counts: bool = False) -> RLRun:
+    """The run if the user may see it, else 404; with `section_counts`, annotated by with_section_counts."""
     runs = RLRun.objects.visible_to(request.user).select_related("project", "prompt_set", "evaluation_suite", "owner")
-    return get_object_or_404(runs, pk=pk)
+    return get_object_or_404(with_section_counts(runs) if section_counts else runs, pk=pk)
 
 
 @login_required
@@ -43,9 +45,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = visible_run(request, pk)
+    run = visible_run(request, pk, section_counts=True)
     context = {
         "run": run,
+        "sections_key": sections_key(run),
         "config_rows": config_rows(run.config),
         "chart_data": chart_series(run),
         "benchmark_data": benchmark_series(run),
@@ -62,7 +65,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def run_status(request: HttpRequest, pk: int) -> JsonResponse:
     """The run's status, progress, log tail and chart series, polled by the run page."""
-    return JsonResponse(status_payload(visible_run(request, pk)))
+    return JsonResponse(status_payload(visible_run(request, pk, section_counts=True)))
 
 
 @login_required

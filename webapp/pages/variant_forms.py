@@ -11,7 +11,7 @@ from training.config import LONG2SHORT_CONFIGS
 from webapp.evals.models import BenchmarkSuite
 from webapp.long2short.api import parent_checkpoint_error
 from webapp.long2short.models import Long2ShortMethod
-from webapp.long2short.parents import parents_source_run
+from webapp.long2short.parents import parent_run_choices, parent_run_error, parents_source_run
 from webapp.long2short.services import variant_parameter_errors
 from webapp.pages.forms import KnobFormMixin
 from webapp.runs.models import Checkpoint, RLRun
@@ -39,8 +39,10 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
     name = forms.CharField(max_length=200)
     method = forms.ChoiceField(choices=Long2ShortMethod.choices, widget=forms.HiddenInput,
                                help_text="How the shorter model is made; the page's method links switch it.")
-    parent_run = forms.ModelChoiceField(queryset=RLRun.objects.none(), required=False, empty_label="(none)",
-                                        help_text="The long-CoT run; its latest checkpoint is the parent.")
+    parent_run = forms.ModelChoiceField(
+        queryset=RLRun.objects.none(), required=False, empty_label="(none)",
+        help_text="The long-CoT run; its latest checkpoint is the parent. Listed: runs with a checkpoint whose files "
+                  "are kept, and queued or running ones (the variant waits for their checkpoint).")
     parent_checkpoint = CheckpointChoiceField(queryset=Checkpoint.objects.none(), required=False,
                                               empty_label="(none)", help_text="A particular checkpoint instead.")
     evaluation_suite = forms.ModelChoiceField(
@@ -53,7 +55,7 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
         self.project = project
         self.config_class = LONG2SHORT_CONFIGS[method]
         self.fields["method"].initial = method
-        self.fields["parent_run"].queryset = RLRun.objects.filter(project=project).order_by("-created_at")
+        self.fields["parent_run"].queryset = parent_run_choices(project)
         self.fields["parent_checkpoint"].queryset = (Checkpoint.objects.filter(project=project)
                                                      .select_related("run", "variant").order_by("-created_at"))
         self.fields["evaluation_suite"].queryset = BenchmarkSuite.objects.filter(project=project)
@@ -65,6 +67,8 @@ class VariantLaunchForm(KnobFormMixin, forms.Form):
         if run is None and checkpoint is None and not self.has_error("parent_run") \
                 and not self.has_error("parent_checkpoint"):
             self.add_error("parent_run", "Choose a parent run or a parent checkpoint.")
+        if error := parent_run_error(run, checkpoint):
+            self.add_error("parent_run", error)
         if error := parent_checkpoint_error(run, checkpoint):
             self.add_error("parent_checkpoint", error)
         elif checkpoint is not None and (error := checkpoint.files_removed_error()):

@@ -14,9 +14,9 @@ from django.db.models import Max
 
 from common.path_rules import PathRefused
 from common.prompt_files import ParsedPrompt, parse_prompt_file
+from common.sizes import decimal_size
 from webapp.celery import enqueue_job
 from webapp.jobs import JobStatus, JobTakenOver
-from webapp.limits import megabytes
 from webapp.path_policy import checked_image
 from webapp.prompts.models import Prompt, PromptSet, PromptSetImport, uploads_folder
 
@@ -214,7 +214,7 @@ def import_uploaded_file(job: PromptSetImport, progress: Callable[[str], None]) 
 
 
 def _import_stored_file(job: PromptSetImport, path: Path, progress: Callable[[str], None]) -> PromptSet:
-    progress(f"parsing {job.config.get('file_name', path.name)} ({megabytes(path.stat().st_size)})")
+    progress(f"parsing {job.config.get('file_name', path.name)} ({decimal_size(path.stat().st_size)})")
     prompts = parse_prompt_file(path.read_bytes(), job.upload_format)
     progress(f"{len(prompts)} prompts valid; writing them")
     if job.append_to_id is None:

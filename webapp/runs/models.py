@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath
+
 from django.conf import settings
 from django.db import models
 
@@ -9,6 +12,7 @@ from webapp.jobs import Job, JobStatus
 from webapp.projects.models import Project, ProjectScopedQuerySet
 
 RESUMABLE_STATUSES = (JobStatus.FAILED, JobStatus.CANCELLED)
+ITERATION_FOLDER = re.compile(r"iteration-0*(\d+)")  # a run's checkpoint folder (training/checkpoint.py's layout)
 
 
 class RLRun(Job):
@@ -145,5 +149,30 @@ class Checkpoint(models.Model):
                 f"{self.files_removed_at:%Y-%m-%d %H:%M}; choose a checkpoint whose files are kept")
 
     def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """How pages, forms, tables and exports name it: "run-1 @ 40" (its run's or variant's name and iteration);
+        registered by path, its folder: "demo/iteration-000006" (the run folder above `checkpoints/` and the
+        iteration folder), "qwen-7b @ 3" (any other folder, with the iteration when one was given)."""
         source = self.run or self.variant
+        if source is None:
+            return folder_label(self.path, self.iteration) or f"checkpoint #{self.pk}"
         return f"{source} @ {self.iteration}" if self.iteration is not None else str(source)
+
+
+def folder_label(path: str, iteration: int | None) -> str:
+    """A registered checkpoint's name from its folder, "" for an empty path; the iteration is added unless the
+    folder's name already says it (`iteration-000006`)."""
+    parts = [part for part in PurePosixPath(path.replace("\\", "/")).parts if part != "/"]
+    if not parts:
+        return ""
+    folder = ITERATION_FOLDER.fullmatch(parts[-1])
+    if folder is None:
+        return parts[-1] if iteration is None else f"{parts[-1]} @ {iteration}"
+    above = parts[:-1]
+    if above[-2:-1] and above[-1] == "checkpoints":  # <run output>/checkpoints/iteration-N: the run's folder
+        above = above[:-1]
+    label = "/".join([*above[-1:], parts[-1]])
+    return label if iteration is None or int(folder.group(1)) == iteration else f"{label} @ {iteration}"
