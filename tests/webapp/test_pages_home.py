@@ -20,11 +20,11 @@ def test_home_lists_recent_runs_and_evaluations_of_the_current_project(client_fo
     assert "tiny-baseline" in content
 
 
-def test_home_hints_to_ask_for_a_project_when_the_user_has_none(client_for, charlie, run):
+def test_home_offers_to_create_a_project_when_the_user_has_none(client_for, charlie, run):
     response = client_for(charlie).get(reverse("home"))
     assert response.status_code == 200
     content = response.content.decode()
-    assert "Ask a project owner" in content
+    assert "Create a project" in content and "ask a project\n     owner to add you" in content
     assert run.name not in content
 
 

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from webapp.pages import (
-    compare_views, evaluation_views, long2short_views, prompt_set_views, run_views, table_views, views,
+    compare_views, evaluation_views, long2short_views, project_views, prompt_set_views, run_views, table_views, views,
 )
 
 urlpatterns = [
@@ -12,6 +12,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.home, name="home"),
     path("projects/switch/", views.switch_project, name="switch-project"),
+    path("projects/new/", project_views.project_create, name="project-create"),
+    path("projects/<int:pk>/members/", project_views.project_members, name="project-members"),
     path("prompt-sets/", prompt_set_views.prompt_set_list, name="prompt-set-list"),
     path("prompt-sets/upload/", prompt_set_views.prompt_set_upload, name="prompt-set-upload"),
     path("prompt-sets/<int:pk>/", prompt_set_views.prompt_set_detail, name="prompt-set-detail"),

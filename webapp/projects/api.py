@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -12,6 +11,7 @@ from rest_framework.response import Response
 
 from webapp.api_base import ScopedViewSet, StrictModelSerializer, StrictSerializer
 from webapp.projects.models import Membership, Project
+from webapp.projects.services import ROLE_NAMES, create_project
 
 
 class MembershipSerializer(serializers.ModelSerializer):
@@ -28,17 +28,17 @@ class ProjectSerializer(StrictModelSerializer):
     class Meta:
         model = Project
         fields = ("id", "name", "slug", "description", "created_at", "memberships")
+        extra_kwargs = {"slug": {"required": False, "help_text": "Short unique name used in URLs and the CLI; "
+                                                                 "left out: made from the name."}}
 
     def create(self, validated_data):
-        with transaction.atomic():
-            project = super().create(validated_data)
-            project.add_member(self.context["request"].user, role="owner")
-        return project
+        return create_project(self.context["request"].user, **validated_data)
 
 
 class AddMemberSerializer(StrictSerializer):
     username = serializers.CharField()
-    role = serializers.ChoiceField(choices=Membership.ROLES, default="member")
+    role = serializers.ChoiceField(choices=Membership.ROLES, default="member",
+                                   error_messages={"invalid_choice": f'"{{input}}" is not a role: choose {ROLE_NAMES}'})
 
     def validate_username(self, value):
         user = get_user_model().objects.filter(username=value).first()
