@@ -126,8 +126,9 @@
         draw(chart, status.metrics, status.benchmarks);
         drawTrends(status.benchmarks);
         if (window.MirrorlabRunSections) { window.MirrorlabRunSections.refresh(state, status); }
-        if (!status.is_terminal) {
-          window.setTimeout(function () { poll(state, chart); }, POLL_MILLISECONDS);
+        if (status.is_live) {  // running, or its checkpoints' evaluations still are
+          window.setTimeout(function () { poll(state, chart); }, status.is_terminal ? POLL_MILLISECONDS * 3
+                                                                                   : POLL_MILLISECONDS);
         }
       })
       .catch(function (error) {

@@ -6,6 +6,8 @@
 (function () {
   "use strict";
   var SECTION_IDS = ["run-checkpoints", "run-evaluations"];
+  var RETRY_MILLISECONDS = 15000;
+  var newestRequest = 0;  // a slow response to an older request never replaces a newer one's sections
 
   function swapSections(html) {
     var fresh = new DOMParser().parseFromString(html, "text/html");
@@ -21,16 +23,20 @@
     var changed = status.sections_key && status.sections_key !== state.dataset.sectionsKey;
     if (!changed && !status.is_terminal) { return; }
     var key = status.sections_key;
+    var request = ++newestRequest;
     state.dataset.sectionsKey = key;
     fetch(window.location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok) { throw new Error("run page request failed: " + response.status); }
         return response.text();
       })
-      .then(swapSections)
+      .then(function (html) { if (request === newestRequest) { swapSections(html); } })
       .catch(function (error) {
         console.warn(error);
-        if (state.dataset.sectionsKey === key) { state.dataset.sectionsKey = ""; }  // try again at the next poll
+        if (state.dataset.sectionsKey === key) { state.dataset.sectionsKey = ""; }  // again at the next poll
+        if (!status.is_live) {  // no next poll: retry on its own
+          window.setTimeout(function () { refresh(state, status); }, RETRY_MILLISECONDS);
+        }
       });
   }
 

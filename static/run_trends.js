@@ -29,12 +29,12 @@
     return result;
   }
 
-  function layout(benchmark, trend) {
+  function layout(benchmark, points) {
     return {
-      title: { text: benchmark + " · slope " + slopeText(trend) + " points / 1k tokens", font: { size: 13 } },
+      title: { text: benchmark + " · slope " + slopeText(points.trend) + " points / 1k tokens", font: { size: 13 } },
       margin: { t: 50, r: 20, b: 50, l: 60 }, showlegend: false,
       xaxis: { title: { text: "mean response length (tokens)" }, zeroline: false },
-      yaxis: { title: { text: "accuracy" }, tickformat: ".0%", rangemode: "tozero" },
+      yaxis: window.MirrorlabCharts.valueAxis("accuracy", points.score, true),
     };
   }
 
@@ -75,7 +75,7 @@
     showRows(tbody, benchmarks);
     Object.keys(benchmarks).forEach(function (name) {
       var points = benchmarks[name];
-      window.MirrorlabCharts.draw(chartFor(container, name), traces(points), layout(name, points.trend));
+      window.MirrorlabCharts.draw(chartFor(container, name), traces(points), layout(name, points));
     });
   }
 

@@ -380,8 +380,12 @@ def _builtin_response(example: dict, output_type: str, tokenizer,
     return "", "", 0, False  # loglikelihood(_rolling): no response text
 
 
+REFERENCE_CHARS = 2000  # a code task's target is its test code: kept short on every sample row
+
+
 def _reference_answer(example: dict, output_type: str) -> str:
-    """The logged target of a built-in task's problem: its text, or a multiple-choice task's option text."""
+    """The logged target of a built-in task's problem: its text (at most REFERENCE_CHARS), or a multiple-choice
+    task's option text."""
     target = example.get("target")
     if target is None:
         return ""
@@ -390,7 +394,7 @@ def _reference_answer(example: dict, output_type: str) -> str:
             return _option_text(example, target)
         except (KeyError, IndexError, TypeError):  # arguments logged in another shape: the option's number
             return str(target)
-    return str(target)
+    return str(target)[:REFERENCE_CHARS]
 
 
 def _option_text(example: dict, index: int) -> str:

@@ -269,3 +269,14 @@ def test_unknown_tasks_and_stock_tasks_without_data_fail_clearly(tmp_path, tiny)
     import huggingface_hub.constants
 
     assert huggingface_hub.constants.HF_HUB_OFFLINE == (os.environ.get("HF_HUB_OFFLINE") == "1")
+
+
+def test_the_reference_answer_of_a_logged_lm_eval_sample():
+    from evaluation.lm_eval_tasks.runner import REFERENCE_CHARS, _reference_answer
+
+    assert _reference_answer({"target": "18"}, "generate_until") == "18"
+    assert _reference_answer({"target": 7}, "generate_until") == "7"
+    assert _reference_answer({}, "generate_until") == ""
+    tests = "def check(candidate):\n" + "    assert candidate(1) == 2\n" * 500  # a code task's target
+    assert _reference_answer({"target": tests}, "generate_until") == tests[:REFERENCE_CHARS]
+    assert _reference_answer({"target": 9, "arguments": "not the usual shape"}, "multiple_choice") == "9"

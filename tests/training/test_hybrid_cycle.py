@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+import shutil
 import signal
 import time
 
@@ -209,6 +210,11 @@ def test_the_log_folder_an_engine_made_for_itself_goes_with_it(tmp_path):
     assert own.log_dir.is_dir() and own.log_dir.name.startswith("mirrorlab-vllm-")
     own.close()
     assert not own.log_dir.exists()  # one folder per engine built used to stay in /tmp for good
+    failed = HybridRolloutEngine(ServerSettings(model_path="unused", eos_id=0))
+    failed.server_failed = True  # its server died once (a restart) or failed to start: the log explains why
+    failed.close()
+    assert failed.log_dir.is_dir()
+    shutil.rmtree(failed.log_dir)
     given = HybridRolloutEngine(ServerSettings(model_path="unused", eos_id=0), log_dir=tmp_path)
     given.close()
     assert tmp_path.is_dir()  # a folder the caller chose is the caller's

@@ -65,3 +65,16 @@ def test_the_api_makes_the_slug_from_the_name_and_names_the_roles(api_for, alice
     refused = api_for(alice).post(f"/api/projects/{project.pk}/members/", {"username": "charlie", "role": "admin"},
                                   format="json")
     assert refused.status_code == 400 and refused.json()["role"] == ['"admin" is not a role: choose owner, member']
+
+
+def test_the_only_owner_cannot_step_down_until_another_owner_exists(client_for, api_for, alice, bob, project):
+    client = client_for(alice)  # alice is `project`'s only owner, bob a member
+    refused = client.post(f"/projects/{project.pk}/members/", {"username": "alice", "role": "member"})
+    assert refused.context["form"].errors["role"] == [
+        "alice is the project's only owner: make another member owner first"]
+    api = api_for(alice).post(f"/api/projects/{project.pk}/members/", {"username": "alice", "role": "member"},
+                              format="json")
+    assert api.status_code == 400 and "only owner" in api.json()["role"][0]
+    client.post(f"/projects/{project.pk}/members/", {"username": "bob", "role": "owner"})
+    assert client.post(f"/projects/{project.pk}/members/", {"username": "alice", "role": "member"}).status_code == 302
+    assert dict(project.memberships.values_list("user__username", "role")) == {"alice": "member", "bob": "owner"}

@@ -118,3 +118,23 @@ def test_a_variant_names_the_gpu_queue_unless_it_waits_for_its_running_parent_ru
     assert f"Queued for 2 minutes: {NO_WORKER}" in page and '"gpu" queue' in page
     waiting = queued_for(Long2ShortVariant.objects.create(project=project, name="w", method="dpo", parent_run=run), 2)
     assert no_worker_hint(waiting) == ""  # it stays queued until its parent run ends; the run's page has the hint
+
+
+def test_a_resume_quoting_a_multi_line_error_still_counts_from_the_resume(run):
+    queued_for(run, minutes=3 * 24 * 60)
+    error = "VllmProcessDied: the server died; its log:\nINFO loading\nKilled"
+    RLRun.objects.filter(pk=run.pk).update(log=stamped_line("started on gpu@h") +
+                                           stamped_line(f"resumed by alice (was failed: {error})"))
+    run.refresh_from_db()
+    assert no_worker_hint(run) == ""  # resumed a moment ago (was: "Queued for 3 days")
+
+
+def test_a_job_behind_a_running_job_of_its_queue_waits_for_a_worker_not_for_one_to_exist(project, suite, alice, run):
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.RUNNING, heartbeat_at=timezone.now(), worker="gpu@h")
+    checkpoint = Checkpoint.objects.create(project=project, run=run, iteration=10, path="/c/10")
+    evaluation = queued_for(EvalRun.objects.create(project=project, suite=suite, checkpoint=checkpoint, owner=alice),
+                            minutes=120)
+    hint = no_worker_hint(evaluation).replace("\xa0", " ")
+    assert hint.startswith('Queued for 2 hours behind 1 running job of the "gpu" queue') and NO_WORKER not in hint
+    RLRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - datetime.timedelta(hours=1))  # dead
+    assert NO_WORKER in no_worker_hint(evaluation)

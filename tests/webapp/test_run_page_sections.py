@@ -53,3 +53,17 @@ def test_another_runs_checkpoints_leave_the_key_alone(client_for, alice, project
     before = sections_key(client, run)
     Checkpoint.objects.create(project=project, run=other, iteration=1, path="/y/iteration-000001")
     assert sections_key(client, run) == before
+
+
+def test_an_ended_run_stays_live_while_its_checkpoints_evaluations_are_active(client_for, alice, project, run, suite):
+    from webapp.runs.models import RLRun
+
+    client = client_for(alice)
+    status_url = reverse("run-status", kwargs={"pk": run.pk})
+    RLRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now())
+    assert client.get(status_url).json()["is_live"] is False
+    checkpoint = Checkpoint.objects.create(project=project, run=run, iteration=4, path="/c/4")
+    evaluation = EvalRun.objects.create(project=project, suite=suite, checkpoint=checkpoint)  # queued behind the run
+    assert client.get(status_url).json()["is_live"] is True  # the page keeps polling: its sections follow it
+    EvalRun.objects.filter(pk=evaluation.pk).update(status=JobStatus.SUCCEEDED)
+    assert client.get(status_url).json()["is_live"] is False

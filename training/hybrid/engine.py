@@ -49,7 +49,7 @@ class HybridRolloutEngine:
         self.update_bucket_bytes = update_bucket_bytes
         self.health_timeout, self.start_timeout = health_timeout, start_timeout
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="mirrorlab-vllm-"))
-        self.owns_log_dir = log_dir is None  # a folder of its own is removed on close (one per engine built)
+        self.owns_log_dir = log_dir is None  # a folder of its own is removed on a clean close (one per engine)
         # With a sidecar socket the sidecar starts each server (a crash restart = a new connection).
         self.server = VllmProcess(settings, self.log_dir / "vllm-server.log", local_rank, sidecar_socket)
         self.model = None  # the model last handed over: its weights are re-sent after a crash
@@ -60,6 +60,7 @@ class HybridRolloutEngine:
         self.weights_loaded = False  # the server holds the current model's weights
         self.phases: dict[str, float] = defaultdict(float)
         self.weight_bytes = 0  # of the last handover
+        self.server_failed = False  # a start failed or the server died (restarted): its log stays after close
 
     @property
     def pid(self) -> int | None:
@@ -123,10 +124,15 @@ class HybridRolloutEngine:
         return metrics
 
     def close(self) -> None:
-        """Stop the server and give the trainer its memory back; remove the log folder it made for itself."""
+        """Stop the server and give the trainer its memory back; remove the log folder it made for itself unless
+        the server ever failed (a start that failed, a restart, a dead server): its log is what explains it, and
+        the errors name the file."""
+        healthy = not self.server_failed and (not self.server.started or self.server.alive())
         self.server.stop()
-        if self.owns_log_dir:
+        if self.owns_log_dir and healthy:
             shutil.rmtree(self.log_dir, ignore_errors=True)
+        elif self.owns_log_dir:
+            logger.warning("vLLM server log kept for inspection: %s", self.log_dir / "vllm-server.log")
         if self.model is not None:
             memory.onload(self.memory_holder, self.trainer_device)
             self.model = None
@@ -154,6 +160,7 @@ class HybridRolloutEngine:
     def _restart(self, reason: str) -> None:
         """Kill what is left of the server, start a new one and re-send the latest weights."""
         logger.warning("restarting the vLLM server: %s", reason)
+        self.server_failed = True
         with self.phase("restart"):
             self.server.kill()
             self._start()
@@ -162,7 +169,11 @@ class HybridRolloutEngine:
         self.phases["restarts"] += 1
 
     def _start(self) -> None:
-        self.server.start(self.start_timeout)
+        try:
+            self.server.start(self.start_timeout)
+        except BaseException:
+            self.server_failed = True
+            raise
         self.sleeping, self.weights_loaded = False, False
 
     @torch.no_grad()

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from webapp.projects.context import SESSION_KEY
 from webapp.projects.models import Membership, Project
-from webapp.projects.services import ROLE_NAMES, can_manage_members, create_project
+from webapp.projects.services import ROLE_NAMES, LastOwner, can_manage_members, create_project, set_member_role
 
 
 class ProjectForm(forms.ModelForm):
@@ -63,9 +63,13 @@ def project_members(request: HttpRequest, pk: int) -> HttpResponse:
         if not manages:
             raise PermissionDenied("only the project's owners can add members")
         if form.is_valid():
-            membership = project.add_member(form.cleaned_data["username"], role=form.cleaned_data["role"])
-            messages.success(request, f"{membership.user} is now a {membership.role} of {project.name}.")
-            return redirect("project-members", pk=project.pk)
+            try:
+                membership = set_member_role(project, form.cleaned_data["username"], form.cleaned_data["role"])
+            except LastOwner as refused:
+                form.add_error("role", str(refused))
+            else:
+                messages.success(request, f"{membership.user} is now a {membership.role} of {project.name}.")
+                return redirect("project-members", pk=project.pk)
     memberships = project.memberships.select_related("user").order_by("user__username")
     return render(request, "pages/projects/members.html",
                   {"project": project, "memberships": memberships, "form": form, "manages": manages})

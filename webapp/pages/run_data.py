@@ -150,6 +150,9 @@ def status_payload(run: RLRun) -> dict[str, Any]:
         "benchmarks": benchmark_series(run),
         "queued_hint": no_worker_hint(run),
         "sections_key": sections_key(run),
+        # the page polls while this holds: a run that ended may still have its checkpoints' evaluations queued
+        # or running (one GPU worker starts them after the run), and its sections follow them
+        "is_live": not run.is_terminal or run.section_active_evaluations > 0,
     }
 
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from webapp.api_base import ScopedViewSet, StrictModelSerializer, StrictSerializer
 from webapp.projects.models import Membership, Project
-from webapp.projects.services import ROLE_NAMES, create_project
+from webapp.projects.services import ROLE_NAMES, LastOwner, can_manage_members, create_project, set_member_role
 
 
 class MembershipSerializer(serializers.ModelSerializer):
@@ -58,12 +58,14 @@ class ProjectViewSet(ScopedViewSet):
     def members(self, request, pk=None):
         """Add a member, or change a member's role (owners and staff only); answers the project."""
         project = self.get_object()
-        is_owner = project.memberships.filter(user=request.user, role="owner").exists()
-        if not (is_owner or request.user.is_staff):
+        if not can_manage_members(project, request.user):
             raise PermissionDenied("only the project's owners can add members")
         serializer = AddMemberSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        project.add_member(serializer.validated_data["username"], role=serializer.validated_data["role"])
+        try:
+            set_member_role(project, serializer.validated_data["username"], serializer.validated_data["role"])
+        except LastOwner as refused:
+            raise serializers.ValidationError({"role": [str(refused)]}) from None
         project = self.get_object()  # again: the memberships prefetched with it are those before the change
         return Response(ProjectSerializer(project, context=self.get_serializer_context()).data,
                         status=status.HTTP_200_OK)

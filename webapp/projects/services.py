@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from webapp.projects.models import Membership, Project
@@ -10,12 +10,36 @@ from webapp.projects.models import Membership, Project
 ROLE_NAMES = ", ".join(role for role, _label in Membership.ROLES)
 
 
+SLUG_ATTEMPTS = 5
+
+
+class LastOwner(ValueError):
+    """A role change that would leave the project without an owner."""
+
+
 def create_project(user, name: str, slug: str = "", description: str = "") -> Project:
-    """A new project with `user` as its owner; an empty slug is made from the name (unique, see free_slug)."""
+    """A new project with `user` as its owner; an empty slug is made from the name (unique, see free_slug; a
+    concurrent create that took it first makes this one try the next)."""
+    for attempt in range(SLUG_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                project = Project.objects.create(name=name, slug=slug or free_slug(name), description=description)
+                project.add_member(user, role="owner")
+            return project
+        except IntegrityError:
+            if slug or attempt == SLUG_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def set_member_role(project: Project, user, role: str) -> Membership:
+    """Add `user` to the project with `role`, or change their role; LastOwner when that would leave the project
+    with no owner (its memberships locked meanwhile, so two owners demoting each other cannot both go through)."""
     with transaction.atomic():
-        project = Project.objects.create(name=name, slug=slug or free_slug(name), description=description)
-        project.add_member(user, role="owner")
-    return project
+        owners = set(project.memberships.select_for_update().filter(role="owner").values_list("user_id", flat=True))
+        if role != "owner" and owners == {user.pk}:
+            raise LastOwner(f"{user} is the project's only owner: make another member owner first")
+        return project.add_member(user, role=role)
 
 
 def free_slug(name: str) -> str:
