@@ -53,10 +53,12 @@ def enqueue_job(kind: str, pk: int) -> None:
     app.send_task(task_name, args=[pk], queue=queue)
 
 
+QUEUE_OF_MODEL = {label: JOB_TASKS[kind][1] for kind, label in JOB_MODELS.items()}  # "runs.RLRun" -> "gpu"
+
+
 def job_queue(model_label: str) -> str:
     """The queue a job row's task goes to, by the row's model label ("runs.RLRun" -> "gpu")."""
-    kind = next(kind for kind, label in JOB_MODELS.items() if label == model_label)
-    return JOB_TASKS[kind][1]
+    return QUEUE_OF_MODEL[model_label]
 
 
 def enqueue_node_join(run_id: int, node_index: int, claimer: str) -> None:

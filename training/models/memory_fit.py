@@ -96,10 +96,9 @@ def _meminfo_available() -> int | None:
 def _cgroup_available() -> int | None:
     """The container's limit less what it uses, the page cache the kernel can reclaim (inactive files: model
     shards just read, checkpoints just written) not counted as used; cgroup v2, else v1; None without a limit."""
-    for limit_name, usage_name, inactive_name in (("memory.max", "memory.current", "inactive_file"),
-                                                  ("memory.limit_in_bytes", "memory.usage_in_bytes",
-                                                   "total_inactive_file")):
-        root = CGROUP_V2 if limit_name == "memory.max" else CGROUP_V1
+    for root, limit_name, usage_name, inactive_name in (
+            (CGROUP_V2, "memory.max", "memory.current", "inactive_file"),
+            (CGROUP_V1, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")):
         try:
             limit = (root / limit_name).read_text().strip()
             usage = int((root / usage_name).read_text().strip())

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from webapp.celery import JOB_MODELS, JOB_TASKS, job_queue
+from webapp.celery import QUEUE_OF_MODEL, job_queue
 from webapp.jobs import Job, JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.long2short.parents import pending_parent_run
@@ -42,8 +42,8 @@ def busy_jobs(queue: str) -> int:
     """Jobs of `queue` running now (a heartbeat newer than the stale limit): a queued job behind them waits for a
     worker, it does not lack one (one GPU worker runs one job at a time)."""
     running = 0
-    for kind, label in JOB_MODELS.items():
-        if JOB_TASKS[kind][1] == queue:
+    for label, its_queue in QUEUE_OF_MODEL.items():
+        if its_queue == queue:
             model = apps.get_model(label)
             running += model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__gte=model.stale_before()).count()
     return running

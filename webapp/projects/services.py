@@ -20,16 +20,20 @@ class LastOwner(ValueError):
 def create_project(user, name: str, slug: str = "", description: str = "") -> Project:
     """A new project with `user` as its owner; an empty slug is made from the name (unique, see free_slug; a
     concurrent create that took it first makes this one try the next)."""
-    for attempt in range(SLUG_ATTEMPTS):
+    attempts = 1 if slug else SLUG_ATTEMPTS
+    for attempt in range(1, attempts + 1):
         try:
-            with transaction.atomic():
-                project = Project.objects.create(name=name, slug=slug or free_slug(name), description=description)
-                project.add_member(user, role="owner")
-            return project
+            return _create_owned(user, name, slug or free_slug(name), description)
         except IntegrityError:
-            if slug or attempt == SLUG_ATTEMPTS - 1:
+            if attempt == attempts:
                 raise
-    raise AssertionError("unreachable")
+
+
+def _create_owned(user, name: str, slug: str, description: str) -> Project:
+    with transaction.atomic():
+        project = Project.objects.create(name=name, slug=slug, description=description)
+        project.add_member(user, role="owner")
+    return project
 
 
 def set_member_role(project: Project, user, role: str) -> Membership:
