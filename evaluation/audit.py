@@ -25,6 +25,7 @@ class StoredSample:
     sample_index: int
     response: str
     correct: bool
+    truncated: bool = False  # cut off at max_tokens: the result's truncation policy applies to both verdicts
 
 
 @dataclass(frozen=True)
@@ -92,17 +93,21 @@ def audit_benchmark(settings: BenchmarkSettings, grader: AuditGrader, stored: Se
         batch = stored[start:start + AUDIT_BATCH_SAMPLES]
         grades = grade_pairs(spec, second, [(problems[sample.problem_id], sample.response) for sample in batch],
                              context)
-        audited += [audited_sample(sample, graded) for sample, graded in zip(batch, grades)]
+        audited += [audited_sample(sample, graded, settings.truncated_counts_wrong)
+                    for sample, graded in zip(batch, grades)]
         context.log(f"{settings.benchmark}: {len(audited)}/{len(stored)} samples graded again")
     return BenchmarkAudit(settings.benchmark, audited)
 
 
-def audited_sample(sample: StoredSample, graded: Grade) -> AuditedSample:
+def audited_sample(sample: StoredSample, graded: Grade, truncated_counts_wrong: bool) -> AuditedSample:
+    """The second verdict under the stored result's truncation policy (a cut-off sample counted wrong stays
+    wrong: the graders cannot disagree on it)."""
     rule, judge = graded.rule, graded.judge
+    correct = graded.correct and not (sample.truncated and truncated_counts_wrong)
     if judge is not None:
         detail = "\n\n".join(filter(None, [judge.error, judge.reasoning]))  # on an error: why, then the output
     else:
         detail = rule.detail if rule is not None else ""
-    return AuditedSample(sample.problem_id, sample.sample_index, graded.correct, graded.correct != sample.correct,
+    return AuditedSample(sample.problem_id, sample.sample_index, correct, correct != sample.correct,
                          extracted=rule.extracted if rule is not None else "", detail=detail,
                          judge_verdict=judge_verdict_text(judge))

@@ -12,10 +12,15 @@ from training.generation import GeneratedResponse
 from grading.cot_judge import (
     JUDGE, RULE, VERIFIER_TIMED_OUT, Grade, JudgeItem, JudgeVerdict, RuleVerdict, grade, grader_mode_uses_judge,
 )
-from evaluation.outcome import BenchmarkOutcome, SampleOutcome
+from evaluation.outcome import (
+    BenchmarkOutcome, SampleOutcome, truncation_applied, truncation_metadata, votes,
+)
 from evaluation.scoring import score_benchmark
+from grading.verifier.equivalence import same_value
+from grading.verifier.fast_compare import value_key
 from evaluation.suite_config import BenchmarkSettings
 from training.prompting import prompt_ids, vision_prompt_ids
+from training.rollout.seeds import text_key
 
 # The rules of the judges of an extracted final answer, by judge name: (pairs, context, extraction policy) ->
 # RuleVerdicts. Their benchmarks take a grader mode, so the CoT judge model can grade them too
@@ -53,6 +58,27 @@ def require_vision_input(benchmark: str, context: EvalContext) -> None:
     )
 
 
+def cut_at_stop(response: GeneratedResponse, stops: Sequence[str], tokenizer) -> GeneratedResponse:
+    """A plain-template response cut at the first stop sequence before any code fence (a fenced reply carries
+    its own end, and its code may hold "\\ndef"), finished, its tokens those of the text kept; unchanged when it
+    holds none."""
+    fence = response.text.find("```")
+    searched = response.text if fence < 0 else response.text[:fence]
+    ends = [index for index in (searched.find(stop) for stop in stops) if index >= 0]
+    if not ends:
+        return response
+    text = response.text[:min(ends)]
+    return GeneratedResponse(text=text, tokens=len(tokenizer(text, add_special_tokens=False).input_ids),
+                             truncated=False)
+
+
+def problem_stream_key(benchmark: str, problem: BenchmarkProblem) -> tuple[int, int]:
+    """What a problem's samples draw their random streams from, beside the evaluation's seed: the benchmark and
+    the problem id, so a sample is the same whatever batch it falls in, and no two problems (of one benchmark
+    or two) share streams."""
+    return text_key(benchmark), text_key(problem.problem_id)
+
+
 def problem_images(spec: BenchmarkSpec, problems: Sequence[BenchmarkProblem]) -> dict:
     """generate()'s images argument for an image benchmark (each problem's image file); none otherwise."""
     return {"images": [(problem.image,) for problem in problems]} if spec.needs_images else {}
@@ -83,7 +109,9 @@ def judge_batch(spec: BenchmarkSpec, settings: BenchmarkSettings, problems: Sequ
     pairs = [(problem, response.text) for problem, samples in zip(problems, responses) for response in samples]
     grades = iter(grade_pairs(spec, settings, pairs, context))
     policy = settings.extraction_policy if spec.grades_final_answers else ""
-    return [[sample_outcome(problem, index, response, next(grades), policy) for index, response in enumerate(samples)]
+    return [[truncation_applied(sample_outcome(problem, index, response, next(grades), policy),
+                                settings.truncated_counts_wrong)
+             for index, response in enumerate(samples)]
             for problem, samples in zip(problems, responses)]
 
 
@@ -130,15 +158,17 @@ def votes_on_answers(spec: BenchmarkSpec, settings: BenchmarkSettings) -> bool:
     return spec.has_final_answers and settings.grader_mode != JUDGE
 
 
-def outcome_from_samples(benchmark: str, per_problem: Sequence[Sequence[SampleOutcome]],
-                         metadata: dict, votes: bool = True) -> BenchmarkOutcome:
+def outcome_from_samples(benchmark: str, per_problem: Sequence[Sequence[SampleOutcome]], metadata: dict,
+                         votes_cast: bool = True, truncated_counts_wrong: bool = True) -> BenchmarkOutcome:
     """Score (problems x samples) outcomes: Pass@1 averaged with its CI, pass@k, lengths, and maj@n when
-    `votes` (the samples' extracted answers vote)."""
+    `votes_cast` (the samples' extracted answers vote, finished ones only under truncated_counts_wrong; wrong
+    answers of one value in one class)."""
     score = score_benchmark(
         correct=[[sample.correct for sample in samples] for samples in per_problem],
         lengths=[[sample.response_tokens for sample in samples] for samples in per_problem],
-        answers=[[sample.extracted_answer or None for sample in samples] for samples in per_problem] if votes
-        else None,
+        answers=[[votes(sample, truncated_counts_wrong) for sample in samples] for samples in per_problem]
+        if votes_cast else None,
+        same_answer=same_value, value_key=value_key,
     )
     return BenchmarkOutcome(benchmark, score, [sample for samples in per_problem for sample in samples], metadata)
 
@@ -159,8 +189,13 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
         batch = problems[start:start + context.batch_problems]
         responses = generator.generate([benchmark_prompt(spec, problem, generator.tokenizer) for problem in batch],
                                        n=settings.samples_per_problem, max_tokens=settings.max_tokens,
-                                       temperature=settings.temperature, top_p=settings.top_p,
-                                       seed=context.seed + start, **problem_images(spec, batch))
+                                       temperature=settings.temperature, top_p=settings.top_p, seed=context.seed,
+                                       stream_keys=[problem_stream_key(settings.benchmark, problem)
+                                                    for problem in batch],
+                                       **problem_images(spec, batch))
+        if not getattr(generator.tokenizer, "chat_template", None):
+            responses = [[cut_at_stop(response, spec.plain_stops, generator.tokenizer) for response in samples]
+                         for samples in responses]
         per_problem += judge_batch(spec, settings, batch, responses, context)
         correct = sum(sample.correct for samples in per_problem for sample in samples)
         total = sum(len(samples) for samples in per_problem)
@@ -170,6 +205,11 @@ def run_builtin_benchmark(settings: BenchmarkSettings, context: EvalContext) -> 
                 "sampling": {"samples_per_problem": settings.samples_per_problem, "max_tokens": settings.max_tokens,
                              "temperature": settings.temperature, "top_p": settings.top_p, "seed": context.seed},
                 **grading_metadata(spec, settings, [sample for samples in per_problem for sample in samples])}
+    if settings.limit is not None:
+        metadata["sampling"]["limit"] = settings.limit
+    metadata |= truncation_metadata([sample for samples in per_problem for sample in samples],
+                                    settings.truncated_counts_wrong)
     if spec.test_set:
         metadata["test_set"] = spec.test_set
-    return outcome_from_samples(settings.benchmark, per_problem, metadata, votes_on_answers(spec, settings))
+    return outcome_from_samples(settings.benchmark, per_problem, metadata, votes_on_answers(spec, settings),
+                                settings.truncated_counts_wrong)

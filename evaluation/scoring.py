@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +82,38 @@ def vote_key(answer: str | None, correct: bool) -> Hashable | None:
     return f"{number:.12g}" if math.isfinite(number) else text
 
 
+def merged_vote_keys(keys: Sequence[Hashable | None], answers: Sequence[str | None],
+                     same_answer: Callable[[str, str], bool] | None,
+                     value_key: Callable[[str], Hashable | None] | None = None) -> list[Hashable | None]:
+    """The keys with wrong answers of one value in one class, as every correct sample is in one: answers with
+    one value_key (a number's exact value) join at once; an answer with none, or a new value, joins the first
+    earlier class whose first answer `same_answer` finds equal to it ("0.5", "1/2" and "\\frac{1}{2}" vote
+    together); without same_answer the keys as they are. Pairs are compared only where a value key is missing
+    on one side, so numeric answers cost no comparisons."""
+    if same_answer is None:
+        return list(keys)
+    merged: list[Hashable | None] = []
+    class_of: dict[Hashable, Hashable] = {}  # a key seen (or ("value", v)) -> the key of the class it joined
+    classes: list[tuple[Hashable, str, bool]] = []  # (class key, its first answer, whether it has a value key)
+    for key, answer in zip(keys, answers):
+        if key is None or key == _CORRECT or answer is None:
+            merged.append(key)
+            continue
+        if key not in class_of:
+            value = value_key(answer) if value_key is not None else None
+            known = class_of.get(("value", value)) if value is not None else None
+            if known is None:
+                known = next((class_key for class_key, first, valued in classes
+                              if not (valued and value is not None) and same_answer(answer, first)), key)
+                if known == key:
+                    classes.append((key, answer, value is not None))
+            class_of[key] = known
+            if value is not None:
+                class_of.setdefault(("value", value), known)
+        merged.append(class_of[key])
+    return merged
+
+
 def _majority_index(keys: Sequence[Hashable | None]) -> int | None:
     """Index of the first sample of the most common non-None key; ties go to the first to reach the top count."""
     counts: dict[Hashable, int] = {}
@@ -98,12 +130,13 @@ def _majority_index(keys: Sequence[Hashable | None]) -> int | None:
 
 
 def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Sequence[Sequence[bool]],
-                           k: int | None = None) -> float:
+                           k: int | None = None, same_answer: Callable[[str, str], bool] | None = None,
+                           value_key: Callable[[str], Hashable | None] | None = None) -> float:
     """maj@k over problems: answers and correct are (problems, samples); k=None votes over all samples.
 
-    Samples vote by vote_key: every correct sample for the reference, wrong ones by their (normalised) answer;
-    the problem counts as right when the reference wins. A problem where none of the first k samples votes
-    (all wrong, nothing extracted) counts as wrong.
+    Samples vote by vote_key: every correct sample for the reference, wrong ones by their (normalised) answer,
+    merged by value with same_answer (merged_vote_keys); the problem counts as right when the reference wins.
+    A problem where none of the first k samples votes (all wrong, nothing extracted) counts as wrong.
     """
     _check_problems(correct)
     if len(answers) != len(correct):
@@ -117,8 +150,9 @@ def majority_vote_accuracy(answers: Sequence[Sequence[str | None]], correct: Seq
                              f"holds {len(problem_correct)}")
         if k is not None and k > len(problem_answers):
             raise ValueError(f"k={k} exceeds the {len(problem_answers)} samples of problem {index}")
-        chosen = _majority_index([vote_key(answer, bool(right))
-                                  for answer, right in zip(problem_answers[:k], problem_correct[:k])])
+        voters = list(zip(problem_answers[:k], problem_correct[:k]))
+        keys = [vote_key(answer, bool(right)) for answer, right in voters]
+        chosen = _majority_index(merged_vote_keys(keys, [answer for answer, _ in voters], same_answer, value_key))
         hits.append(chosen is not None and bool(problem_correct[chosen]))
     return float(np.mean(hits))
 
@@ -146,26 +180,32 @@ def bootstrap_ci(per_problem_scores: Sequence[float], confidence: float = 0.95, 
     return float(low), float(high)
 
 
-def accuracy_by_length_bins(lengths: Sequence[int], correct: Sequence[bool], bin_tokens: int) -> list[dict]:
-    """Accuracy per response-length bin of flat per-sample (tokens, correct); twin of webapp accuracy_by_length.
+def accuracy_by_length_bins(lengths: Sequence[int], correct: Sequence[bool], bin_tokens: int,
+                            truncated: Sequence[bool] | None = None) -> list[dict]:
+    """Accuracy per response-length bin of flat per-sample (tokens, correct[, truncated]); twin of webapp
+    accuracy_by_length.
 
-    Returns rows {"bin_start", "samples", "accuracy", "mean_tokens"} ordered by length, empty bins left out.
+    Returns rows {"bin_start", "samples", "accuracy", "mean_tokens", "truncated"} ordered by length, empty bins
+    left out; truncated counts the bin's samples cut off at max_tokens (none when not given).
     """
     if bin_tokens < 1:
         raise ValueError("bin_tokens must be at least 1")
-    if len(lengths) != len(correct):
-        raise ValueError(f"lengths holds {len(lengths)} samples but correct holds {len(correct)}")
-    bins: dict[int, list[tuple[int, bool]]] = {}
-    for tokens, is_correct in zip(lengths, correct):
+    cut_off = truncated if truncated is not None else [False] * len(lengths)
+    if not len(lengths) == len(correct) == len(cut_off):
+        raise ValueError(f"lengths holds {len(lengths)} samples but correct holds {len(correct)} and truncated "
+                         f"{len(cut_off)}")
+    bins: dict[int, list[tuple[int, bool, bool]]] = {}
+    for tokens, is_correct, is_cut in zip(lengths, correct, cut_off):
         if tokens < 0:
             raise ValueError(f"lengths must be non-negative token counts, got {tokens}")
-        bins.setdefault(int(tokens) // bin_tokens, []).append((int(tokens), bool(is_correct)))
+        bins.setdefault(int(tokens) // bin_tokens, []).append((int(tokens), bool(is_correct), bool(is_cut)))
     rows = []
     for index in sorted(bins):
         members = bins[index]
         rows.append({"bin_start": index * bin_tokens, "samples": len(members),
-                     "accuracy": sum(hit for _, hit in members) / len(members),
-                     "mean_tokens": float(np.mean([tokens for tokens, _ in members]))})
+                     "accuracy": sum(hit for _, hit, _ in members) / len(members),
+                     "mean_tokens": float(np.mean([tokens for tokens, _, _ in members])),
+                     "truncated": sum(cut for _, _, cut in members)})
     return rows
 
 
@@ -184,11 +224,14 @@ class BenchmarkScore:
 
 def score_benchmark(correct: Sequence[Sequence[bool]], lengths: Sequence[Sequence[int]],
                     answers: Sequence[Sequence[str | None]] | None = None,
-                    ks: Sequence[int] = (1, 4, 8)) -> BenchmarkScore:
+                    ks: Sequence[int] = (1, 4, 8),
+                    same_answer: Callable[[str, str], bool] | None = None,
+                    value_key: Callable[[str], Hashable | None] | None = None) -> BenchmarkScore:
     """Score one benchmark from (problems, samples) correctness, token lengths and optional extracted answers.
 
     score is Pass@1 averaged with a 95% bootstrap interval over problems; samples_per_problem is the smallest
-    n; metrics hold pass@k for each k up to that n, and maj@n when answers are given.
+    n; metrics hold pass@k for each k up to that n, and maj@n when answers are given (wrong answers that
+    same_answer finds equal vote together).
     """
     per_problem = per_problem_accuracy(correct)
     if len(lengths) != len(correct):
@@ -200,7 +243,8 @@ def score_benchmark(correct: Sequence[Sequence[bool]], lengths: Sequence[Sequenc
     smallest_n = min(len(samples) for samples in correct)
     metrics = {f"pass@{k}": mean_pass_at_k(correct, k) for k in sorted(set(ks)) if k <= smallest_n}
     if answers is not None:
-        metrics[f"maj@{smallest_n}"] = majority_vote_accuracy(answers, correct, k=smallest_n)
+        metrics[f"maj@{smallest_n}"] = majority_vote_accuracy(answers, correct, k=smallest_n, same_answer=same_answer,
+                                                              value_key=value_key)
     ci_low, ci_high = bootstrap_ci(per_problem)
     all_lengths = np.concatenate([np.asarray(problem_lengths, dtype=float) for problem_lengths in lengths])
     return BenchmarkScore(score=float(np.mean(per_problem)), ci_low=ci_low, ci_high=ci_high,

@@ -82,6 +82,10 @@ class BenchmarkSettings:
     grader_mode: str = grader_mode_knob()
     judge_model: str | None = judge_model_knob()
     judge_max_tokens: int = judge_max_tokens_knob()
+    truncated_counts_wrong: bool = knob(
+        True, "A response cut off at max_tokens counts as wrong whatever its text holds (it never finished: an "
+              "answer boxed before a cut-off re-check is not its final answer); false grades the text as it is, "
+              "as most harnesses do. Truncated samples are counted in the result either way.")
 
     def cross_field_errors(self) -> dict[str, str]:
         """The benchmark must be known (or an lm-eval task); several samples per problem need sampling."""

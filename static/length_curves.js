@@ -10,7 +10,10 @@
       { type: "bar", x: centers, y: curve.bins.map(function (bin) { return bin.accuracy; }), width: width * 0.9,
         name: "accuracy", marker: { color: "#2563eb" }, customdata: ranges,
         text: curve.bins.map(function (bin) { return bin.samples; }),
-        hovertemplate: "%{customdata} tokens<br>accuracy %{y:.1%} of %{text} samples<extra></extra>" },
+        hovertext: curve.bins.map(function (bin) {
+          return bin.truncated ? "<br>" + bin.truncated + " cut off at max tokens" : "";
+        }),
+        hovertemplate: "%{customdata} tokens<br>accuracy %{y:.1%} of %{text} samples%{hovertext}<extra></extra>" },
       { type: "scatter", mode: "lines+markers", x: centers, y: curve.bins.map(function (bin) { return bin.samples; }),
         name: "samples", yaxis: "y2", line: { color: "#9ca3af", dash: "dot" }, marker: { size: 5 },
         hovertemplate: "%{y} samples<extra></extra>" },

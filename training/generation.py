@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 from training.prompting import decode_response, prompt_ids
 from training.rollout import rollout_engines
 from training.rollout.base import FINISH_STOP, RolloutRequest, SamplingSettings
+from training.rollout.seeds import stream_seed
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,22 @@ class ModelGenerator:
         self.engine = rollout_engines.get(rollout_engine)(self.model, self.tokenizer, model_path, settings)
 
     def generate(self, prompts: Sequence[tuple[int, ...]], n: int, max_tokens: int, temperature: float,
-                 top_p: float, seed: int,
-                 images: Sequence[Sequence[Any]] | None = None) -> list[list[GeneratedResponse]]:
+                 top_p: float, seed: int, images: Sequence[Sequence[Any]] | None = None,
+                 stream_keys: Sequence[tuple[int, ...]] | None = None) -> list[list[GeneratedResponse]]:
         """n responses per prompt (token ids), in order; temperature 0 is greedy.
 
         images: per prompt, its images (PIL images or file paths), one per image placeholder of the prompt.
+        stream_keys: per prompt, what identifies it (non-negative integers): sample j of a prompt then draws
+        from stream_seed(seed, *key, j), whatever the batch holds; without them, from the prompt's place in
+        this call.
         """
         settings = SamplingSettings(max_new_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed)
         images = images if images is not None else [()] * len(prompts)
-        requests = [RolloutRequest(tuple(prompt), n=n, images=tuple(prompt_images))
-                    for prompt, prompt_images in zip(prompts, images, strict=True)]
+        keys = stream_keys if stream_keys is not None else [None] * len(prompts)
+        requests = [RolloutRequest(tuple(prompt), n=n, images=tuple(prompt_images),
+                                   sample_seeds=tuple(stream_seed(seed, *key, sample) for sample in range(n))
+                                   if key is not None else ())
+                    for prompt, prompt_images, key in zip(prompts, images, keys, strict=True)]
         outputs = self.engine.generate(requests, settings)
         return [[self._response(completion) for completion in completions] for completions in outputs]
 

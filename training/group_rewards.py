@@ -30,15 +30,19 @@ class ScoredGroups:
 
 def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], tokenizer, config,
                  iteration: int, correctness: CorrectnessRewards) -> ScoredGroups:
-    """Verify every response, then add the weighted length reward and subtract the repeat penalty."""
+    """Verify every response (one cut off at the response limit is wrong under config.truncated_counts_wrong),
+    then add the weighted length reward and subtract the repeat penalty."""
     pairs = [(records[group.problem_index], decode_response(t.response_ids, tokenizer))
              for group in groups for t in group.trajectories]
     flat = correctness([record for record, _ in pairs], [response for _, response in pairs])
     correct = torch.tensor(flat, dtype=torch.float32).reshape(len(groups), len(flat) // max(len(groups), 1))
+    truncated = torch.tensor([[t.finish_reason == FINISH_LENGTH for t in group.trajectories] for group in groups],
+                             dtype=torch.bool).reshape(correct.shape)
+    if config.truncated_counts_wrong:
+        correct = correct * ~truncated
     lengths = torch.tensor([[len(t.response_ids) for t in group.trajectories] for group in groups],
                            dtype=torch.float32)
     repeated = torch.tensor([[t.finish_reason == FINISH_REPEAT for t in group.trajectories] for group in groups])
-    truncated = torch.tensor([[t.finish_reason == FINISH_LENGTH for t in group.trajectories] for group in groups])
     weight = length_penalty_weight_at(iteration, config.length_penalty_weight, config.length_penalty_warmup_iterations)
     rewards = correct.clone()
     if weight > 0:

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from training.prompting import decode_response, prompt_ids
 from training.rewards import CorrectnessRewards
-from training.rollout.base import RolloutRequest, SamplingSettings
+from training.rollout.base import FINISH_LENGTH, RolloutRequest, SamplingSettings
 from training.types import PromptRecord
 
 
@@ -19,9 +19,11 @@ class HeldOutResult:
 
 
 def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], samples_per_problem: int,
-                      settings: SamplingSettings, correctness: CorrectnessRewards | None = None) -> HeldOutResult:
+                      settings: SamplingSettings, correctness: CorrectnessRewards | None = None,
+                      truncated_counts_wrong: bool = True) -> HeldOutResult:
     """Mean correctness over `samples_per_problem` responses to each record (graded by a fresh
-    CorrectnessRewards, closed after, unless one is given)."""
+    CorrectnessRewards, closed after, unless one is given); a response cut off at settings.max_new_tokens is
+    wrong under truncated_counts_wrong, as in evaluations."""
     requests = [RolloutRequest(prompt_ids(record.problem, tokenizer), n=samples_per_problem) for record in records]
     outputs = engine.generate(requests, settings)
     pairs = [(record, completion) for record, completions in zip(records, outputs) for completion in completions]
@@ -31,6 +33,9 @@ def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], sample
             correct = fresh([record for record, _ in pairs], responses)
     else:
         correct = correctness([record for record, _ in pairs], responses)
+    if truncated_counts_wrong:
+        correct = [score if completion.finish_reason != FINISH_LENGTH else 0.0
+                   for score, (_, completion) in zip(correct, pairs)]
     lengths = [len(completion.token_ids) for _, completion in pairs]
     return HeldOutResult(accuracy=sum(correct) / len(correct), mean_response_tokens=sum(lengths) / len(lengths),
                          samples=len(correct))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from training.checkpoint import CONFIG_FILE
-from training.config.resumable import config_differences
+from training.config.resumable import config_differences, legacy_knobs
 
 HOW_TO_PROCEED = ("to resume, set them back to the checkpoint's values; to train with the new ones, "
                   "choose a new output_dir")
@@ -73,10 +73,13 @@ def prompts_fingerprint(records: Sequence[Any]) -> str:
     return digest.hexdigest()
 
 
-def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, records: Sequence[Any]) -> None:
+def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, records: Sequence[Any]) -> Any:
     """The checks start_session runs before resuming: the same recipe and the same prompts (their number, then
-    their contents and order where the checkpoint recorded them)."""
-    check_resume_config(read_saved_config(checkpoint_path), config, str(checkpoint_path))
+    their contents and order where the checkpoint recorded them). Returns the config to resume with: knobs the
+    checkpoint predates at their legacy values (training.config.resumable.LEGACY_VALUES), as it trained."""
+    saved_config = read_saved_config(checkpoint_path)
+    config = dataclasses.replace(config, **legacy_knobs(saved_config))
+    check_resume_config(saved_config, config, str(checkpoint_path))
     check_resume_prompts(int(state["sampler"]["n"]), len(records), str(checkpoint_path))
     saved = state.get("prompts_fingerprint")
     if saved is not None and saved != prompts_fingerprint(records):
@@ -84,3 +87,4 @@ def check_resume(checkpoint_path: Path, state: Mapping[str, Any], config: Any, r
                              f"(the same {len(records)} prompts in number, but edited or reordered, and the "
                              "checkpoint's sampler statistics and parked groups point at prompts by position); to "
                              "resume, restore those prompts; to train on the new ones, choose a new output_dir")
+    return config

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
@@ -119,7 +119,12 @@ def start_session(config: RLConfig, records: Sequence[PromptRecord], paths: RunP
     resume = latest_checkpoint(paths.output_dir)
     check_same_checkpoint(resume.iteration if resume else None, paths)
     if resume:  # the same recipe and prompts as the checkpoint, or a clear refusal before anything loads
-        check_resume(resume.path, resume.state, config, records)
+        resumed = check_resume(resume.path, resume.state, config, records)
+        for name in (knob.name for knob in fields(config)):
+            if getattr(resumed, name) != getattr(config, name):
+                hooks.log(f"{name} stays {getattr(resumed, name)} as {resume.path.name} trained with it (the "
+                          "checkpoint predates the knob)")
+        config = resumed
     model_path = str(resume.path) if resume else resolve_model_path(config.model, paths.models_dir)
     tokenizer = load_tokenizer(model_path)
     prompts = [prompt_ids(r.problem, tokenizer) for r in records]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.conf import settings
 from common.knobs import parse_config
 from evaluation.audit import BenchmarkAudit, StoredSample, audit_benchmark, audit_skip_reason
 from evaluation.context import EvalContext, EvaluationStopped
-from evaluation.suite_config import AuditGrader, parse_suite
+from evaluation.suite_config import AuditGrader, BenchmarkSettings, parse_suite
 from training.models.loading import resolve_model_path
 from webapp.evals.models import BenchmarkResult, GraderAudit, SampleResult
 from webapp.jobs import JobStatus
@@ -22,8 +23,16 @@ SAMPLE_ROWS_PER_UPDATE = 1000
 
 def stored_samples(result: BenchmarkResult) -> list[StoredSample]:
     rows = (SampleResult.objects.filter(eval_run_id=result.eval_run_id, benchmark=result.benchmark)
-            .order_by("problem_id", "sample_index").values_list("problem_id", "sample_index", "response", "correct"))
+            .order_by("problem_id", "sample_index")
+            .values_list("problem_id", "sample_index", "response", "correct", "truncated"))
     return [StoredSample(*row) for row in rows]
+
+
+def graded_as(settings: BenchmarkSettings, result: BenchmarkResult) -> BenchmarkSettings:
+    """The suite's settings with the truncation policy the result was graded under (results from before the
+    policy graded cut-off text as it was)."""
+    metrics = result.metrics if isinstance(result.metrics, dict) else {}
+    return dataclasses.replace(settings, truncated_counts_wrong=bool(metrics.get("truncated_counts_wrong", False)))
 
 
 def store_audit(audit: GraderAudit, result: BenchmarkResult, outcome: BenchmarkAudit, **audit_fields) -> None:
@@ -67,7 +76,8 @@ def run_audit_job(audit: GraderAudit) -> None:
                 summary[result.benchmark] = {"skipped": reason}
                 context.log(f"{result.benchmark}: skipped: {reason}")
                 continue
-            outcome = audit_benchmark(suite_settings[result.benchmark], grader, stored_samples(result), context)
+            outcome = audit_benchmark(graded_as(suite_settings[result.benchmark], result), grader,
+                                      stored_samples(result), context)
             summary[result.benchmark] = outcome.summary()
             store_audit(audit, result, outcome, summary=summary, progress=(position + 1) / len(results))
             context.log(f"{result.benchmark}: {outcome.disagreements} of {len(outcome.samples)} samples disagree, "

@@ -19,6 +19,7 @@ HUMANEVAL = BenchmarkSpec(
     judge=CODE,
     instruction=FUNCTION_INSTRUCTION,
     plain_prompt=True,  # a model without a chat template completes the code itself
+    plain_stops=("\nclass", "\ndef", "\n#", "\nif", "\nprint"),  # the Codex paper's: the function has ended
     test_set="full",
 )
 register(HUMANEVAL, f"{__name__}:HUMANEVAL")

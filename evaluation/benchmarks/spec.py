@@ -38,6 +38,9 @@ class BenchmarkSpec:
     in code (data_dir is not read). hub: where its files come from on the Hugging Face hub.
     plain_prompt: for models without a chat template, the problem text is the whole prompt (code to complete)
     rather than the "Problem: ...\\nSolution:" template.
+    plain_stops: for models without a chat template, where a response ends: a base model runs on past its
+    answer (into a next "Problem:", or code after the function), so its text is cut at the first of these and
+    counts as finished, as lm-eval's `until` does.
     """
 
     name: str
@@ -48,6 +51,7 @@ class BenchmarkSpec:
     instruction: str = BOXED_INSTRUCTION
     question: Callable[[BenchmarkProblem], str] = lambda problem: problem.prompt
     plain_prompt: bool = False
+    plain_stops: tuple[str, ...] = ("\nProblem:",)
     needs_images: bool = False
     test_set: str | None = None  # code benchmarks: which tests are run (recorded with the result)
     lm_eval_task: LmEvalTask | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,28 @@ def livecodebench_problem(location: str, listing: dict[str, Any], public: Any) -
     )
 
 
+# The shared LiveCodeBench slice: release_v5 problems dated 2024-08-01 .. 2025-01-31 (279 problems).
+LIVECODEBENCH_WINDOW = ("2024-08-01", "2025-02-01")  # [start, end) on contest_date
+
+
+def check_in_window(problem: BenchmarkProblem, location: str) -> BenchmarkProblem:
+    """Refuse a problem dated outside LIVECODEBENCH_WINDOW: a replaced file would silently change the benchmark
+    (and could hold problems older than a model's training data cut-off)."""
+    start, end = LIVECODEBENCH_WINDOW
+    written = problem.metadata["contest_date"]
+    try:
+        date = datetime.date.fromisoformat(written[:10]).isoformat()
+    except ValueError:
+        raise DatasetError(f"{location}: contest_date {written!r} is not an ISO date (YYYY-MM-DD...)") from None
+    if not start <= date < end:
+        raise DatasetError(f"{location}: contest_date {date} lies outside the benchmark's window {start} .. {end} "
+                           "(exclusive): restore livecodebench_v5.jsonl from the shared slice or fetch it again")
+    return problem
+
+
 def load_livecodebench(data_dir: Path, limit: int | None = None) -> list[BenchmarkProblem]:
-    """The LiveCodeBench v5 slice (279 problems, 2024-08..2025-01) with its PUBLIC tests only.
+    """The LiveCodeBench v5 slice (279 problems, 2024-08..2025-01) with its PUBLIC tests only; a problem dated
+    outside the window is refused.
 
     prompt is the full LCB generation prompt (statement, starter code, format instructions).
     """
@@ -98,8 +119,11 @@ def load_livecodebench(data_dir: Path, limit: int | None = None) -> list[Benchma
         raise DatasetError(f"{public_path}: expected a list of {len(listings)} records "
                            f"(one per line of livecodebench_v5.jsonl), found {found}")
     pairs = list(zip(listings, public_records))[:limit]
-    return [livecodebench_problem(f"{location} / {public_path.name} record {index}", listing, public)
-            for index, ((location, listing), public) in enumerate(pairs)]
+    problems = []
+    for index, ((location, listing), public) in enumerate(pairs):
+        where = f"{location} / {public_path.name} record {index}"
+        problems.append(check_in_window(livecodebench_problem(where, listing, public), where))
+    return problems
 
 
 # The prompt's helpers, the dataset's check, and the entry point bound to the candidate when the check runs

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from common.hub_errors import unreachable_hub_errors
+from evaluation.datasets.code_benchmarks import LIVECODEBENCH_WINDOW
 from evaluation.datasets.problems import BenchmarkProblem, DatasetError, DatasetMissing, require_images
 
 # A converter turns hub records into (path relative to data_dir, file bytes) pairs.
@@ -155,7 +156,6 @@ def convert_humaneval(records: Iterable[Mapping[str, Any]], dataset_id: str) -> 
 
 # The shared LiveCodeBench slice: release_v5 problems dated 2024-08-01 .. 2025-01-31 (279 problems).
 LIVECODEBENCH_RELEASE_V5 = ("test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl")
-LIVECODEBENCH_WINDOW = ("2024-08-01", "2025-02-01")  # [start, end) on contest_date
 # The generation prompt of the shared livecodebench_v5.jsonl (QwQ's format of LiveCodeBench's prompt).
 LIVECODEBENCH_PREAMBLE = ("You will be given a question (problem specification) and will generate a correct Python "
                           "program that matches the specification and passes all tests.")

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from evaluation.lm_eval_tasks.tasks import TASK_PREFIX, TASKS, GenerationSettings, write_task_files
-from evaluation.outcome import BenchmarkOutcome, SampleOutcome
+from evaluation.outcome import BenchmarkOutcome, SampleOutcome, truncation_applied, truncation_metadata, votes
 from evaluation.scoring import BenchmarkScore, bootstrap_ci, score_benchmark
 from evaluation.suite_config import LM_EVAL_PREFIX, BenchmarkSettings
+from grading.verifier.equivalence import same_value
+from grading.verifier.fast_compare import value_key
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 DEFAULT_BATCH_SIZE = 16
@@ -413,9 +415,11 @@ def _outcome(settings: BenchmarkSettings, name: str, results: dict, runs: list[_
     import lm_eval
 
     several = len(runs) > 1
+    counts_wrong = ours and settings.truncated_counts_wrong  # lm-eval's own tasks are scored as lm-eval scores them
     problems = []
     for run in runs:
         for rows in run.problems:
+            rows = [truncation_applied(row, counts_wrong) for row in rows]
             problems.append([_prefixed(row, run.name) for row in rows] if several else rows)
     samples = [row for rows in problems for row in rows]
     if not samples:
@@ -423,14 +427,15 @@ def _outcome(settings: BenchmarkSettings, name: str, results: dict, runs: list[_
     if ours:
         score = score_benchmark([[row.correct for row in rows] for rows in problems],
                                 [[row.response_tokens for row in rows] for rows in problems],
-                                [[row.extracted_answer or None for row in rows] for rows in problems])
+                                [[votes(row, counts_wrong) for row in rows] for rows in problems],
+                                same_answer=same_value, value_key=value_key)
         main_metric = "pass@1"
     else:
         score, main_metric = _builtin_score(name, results, runs, problems)
     metadata = {"runner": "lm-eval", "lm_eval_version": lm_eval.__version__, "lm_eval_task": name,
                 "lm_eval_subtasks": [run.name for run in runs], "main_metric": main_metric,
                 "lm_eval_metrics": {run.name: run.metrics for run in runs} if several else runs[0].metrics,
-                **run_metadata}
+                **run_metadata, **truncation_metadata(samples, counts_wrong)}
     return BenchmarkOutcome(benchmark=settings.benchmark, score=score, samples=samples, metadata=metadata)
 
 

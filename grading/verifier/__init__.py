@@ -10,7 +10,7 @@ import importlib
 
 _EXPORTS = {
     "grading.verifier.checker": ("MathVerifier", "VerifierResult", "VerifierStats"),
-    "grading.verifier.equivalence": ("fast_verdict", "is_equivalent", "normalise"),
+    "grading.verifier.equivalence": ("fast_verdict", "is_equivalent", "normalise", "same_value"),
     "grading.verifier.extraction": ("BOXED", "EXTRACTION_POLICIES", "FLEXIBLE", "extract_answer", "last_boxed"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

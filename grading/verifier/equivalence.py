@@ -34,6 +34,12 @@ def fast_verdict(predicted: str, reference: str) -> bool | None:
     return structured_verdict(predicted, reference)
 
 
+def same_value(first: str, second: str) -> bool:
+    """Whether the fast path finds two answers equal in value (maj@n's vote classes); an answer it cannot
+    settle is not equal (math-verify is not asked: it has no time limit in this process)."""
+    return fast_verdict(first, second) is True
+
+
 class _DropDisabledTimeoutWarning(logging.Filter):
     """Drops math_verify's 'Timeout is disabled' warning: the timeout is enforced by killing worker processes."""
 

@@ -59,6 +59,28 @@ def structured_verdict(predicted: str, reference: str) -> bool | None:
         return None
 
 
+def value_key(answer: str) -> str | None:
+    """The exact value of an answer that is one constant rational number, as text ('0.5', '1/2' and
+    '\\frac{1}{2}' all give '1/2'), so answers of one value group without comparing every pair; None for
+    anything else (radicals, variables, percents, lists, words, equations, numerals in other bases)."""
+    text = clean(answer)
+    if not text or len(text) > _MAX_FAST_LENGTH:
+        return None
+    try:
+        if is_compound_quantity(text) or as_word(text) is not None or matrix_rows(text) is not None \
+                or equation_sides(text) is not None or _shape(text)[0] != "scalar":
+            return None
+        numeral = as_numeral(text)
+        if numeral is not None and numeral.base not in (None, 10):
+            return None
+        with mpmath.workdps(PRECISION_DIGITS):
+            expression, percent = scalar(text)
+            exact = None if percent or expression.variables else expression.exact()
+    except (Unparsed, ArithmeticError, ValueError, KeyError, RecursionError):
+        return None
+    return None if exact is None else str(exact)
+
+
 def _compare(left: str, right: str) -> bool:
     if is_compound_quantity(left) != is_compound_quantity(right):
         return False  # "4 hours 30 minutes" is not 4, though math-verify reads its first number

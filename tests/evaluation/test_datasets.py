@@ -236,6 +236,25 @@ def test_a_livecodebench_test_of_unknown_type_raises_dataset_error(tmp_path):
         load_benchmark("livecodebench", tmp_path)
 
 
+def test_a_livecodebench_problem_dated_outside_the_window_is_refused(tmp_path):
+    """A replaced file must not change the benchmark silently: an older problem is refused by its line."""
+    folder = tmp_path / "livecodebench"
+    shutil.copytree(DATA_DIR / "livecodebench", folder)
+    lines = (folder / "livecodebench_v5.jsonl").read_text().splitlines()
+    record = json.loads(lines[2])
+    record["contest_date"] = "2023-05-06T00:00:00"
+    lines[2] = json.dumps(record)
+    (folder / "livecodebench_v5.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match="line 3.*contest_date 2023-05-06 lies outside the benchmark's window "
+                                           "2024-08-01 .. 2025-02-01"):
+        load_benchmark("livecodebench", tmp_path)
+    record["contest_date"] = "2024/09/01"  # within the window as text, but no ISO date
+    lines[2] = json.dumps(record)
+    (folder / "livecodebench_v5.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match="line 3.*contest_date .2024/09/01. is not an ISO date"):
+        load_benchmark("livecodebench", tmp_path)
+
+
 def test_a_corrupt_gzip_file_raises_dataset_error(tmp_path):
     (tmp_path / "humaneval").mkdir()
     (tmp_path / "humaneval" / "HumanEval.jsonl.gz").write_bytes(b"not gzip data\n")

@@ -19,15 +19,16 @@ needs_data = pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"{DATA_DIR} is ab
 class ScriptedGenerator:
     """Answers the problems in order with pre-written (text, tokens) responses, n per problem."""
 
-    tokenizer = type("PlainTokenizer", (), {"chat_template": None, "__call__": lambda self, text: type(
-        "Encoded", (), {"input_ids": [1, 2, 3]})()})()
+    tokenizer = type("PlainTokenizer", (), {"chat_template": None, "__call__": lambda self, text, **options: type(
+        "Encoded", (), {"input_ids": text.split()})()})()  # a token per word
 
     def __init__(self, script: list[list[tuple[str, int]]]):
         self.script = list(script)
         self.calls = []
 
-    def generate(self, prompts, n, max_tokens, temperature, top_p, seed):
+    def generate(self, prompts, n, max_tokens, temperature, top_p, seed, stream_keys=None):
         self.calls.append((len(prompts), n, seed))
+        self.stream_keys = [*getattr(self, "stream_keys", []), *stream_keys]
         answers = [self.script.pop(0) for _ in prompts]
         assert all(len(samples) == n for samples in answers)
         return [[GeneratedResponse(text, tokens, tokens >= max_tokens) for text, tokens in samples]
@@ -67,7 +68,35 @@ def test_scores_of_scripted_responses_match_a_hand_computation():
     assert [sample.truncated for sample in outcome.samples[-4:]] == [True] * 4
     assert outcome.samples[4].extracted_answer == answers[1]
     assert [sample.reference_answer for sample in outcome.samples[::4]] == answers  # stored beside the extracted one
-    assert context.generator.calls == [(2, 4, 0), (1, 4, 2)]  # batches of 2 problems, seeds move with the batch
+    assert context.generator.calls == [(2, 4, 0), (1, 4, 0)]  # batches of 2 problems, one evaluation seed
+    keys = context.generator.stream_keys  # each problem's streams come from the benchmark and its id
+    assert len(set(keys)) == 3 and len({key[0] for key in keys}) == 1
+
+
+def test_a_response_cut_off_at_max_tokens_is_wrong_whatever_it_boxed_unless_the_suite_grades_its_text():
+    """A response that boxed the answer, began a re-check and hit max_tokens never gave a final answer: wrong
+    by default (said in detail, counted in the metrics, no maj@n vote); truncated_counts_wrong false grades it."""
+    from training.tasks.arithmetic import generate
+
+    from evaluation.benchmarks import SYNTHETIC_SEED
+
+    answer = generate(1, seed=SYNTHETIC_SEED, split="held_out")[0].answer
+    cut_off = (f"So the answer is \\boxed{{{answer}}}. Wait, let me check this again: 3 +", 20)
+    script = [[cut_off, cut_off, ("Answer: 1234", 9), (f"Answer: {answer}", 8)]]
+    settings = BenchmarkSettings(benchmark="synthetic-arithmetic", samples_per_problem=4, max_tokens=20, limit=1,
+                                 temperature=1.0)
+    strict = run_builtin_benchmark(settings, scripted_context([list(samples) for samples in script]))
+    assert [sample.correct for sample in strict.samples] == [False, False, False, True]
+    assert strict.samples[0].extracted_answer == answer  # the row still shows what it had boxed
+    assert strict.samples[0].detail.startswith("cut off at max_tokens")
+    assert strict.score.score == pytest.approx(1 / 4)
+    assert strict.metadata["truncated_samples"] == 2 and strict.metadata["truncated_counts_wrong"] is True
+    assert strict.score.metrics["maj@4"] == 0.0  # the finished two tie, and the wrong one came first
+    lenient = run_builtin_benchmark(BenchmarkSettings(**{**settings.__dict__, "truncated_counts_wrong": False}),
+                                    scripted_context([list(samples) for samples in script]))
+    assert [sample.correct for sample in lenient.samples] == [True, True, False, True]
+    assert lenient.score.score == pytest.approx(3 / 4) and lenient.score.metrics["maj@4"] == 1.0
+    assert lenient.metadata["truncated_samples"] == 2 and lenient.metadata["truncated_counts_wrong"] is False
 
 
 @needs_data
@@ -84,7 +113,9 @@ def test_aime_from_the_local_files_is_judged_on_integers():
     assert outcome.score.metrics["maj@2"] == 1.0  # 1-1 ties: the first sample, right both times
     assert outcome.metadata == {"runner": "mirrorlab", "rollout_engine": "torch", "extraction_policy": "flexible",
                                 "grader_mode": "rule", "sampling": {"samples_per_problem": 2, "max_tokens": 1024,
-                                                                    "temperature": 0.0, "top_p": 1.0, "seed": 0}}
+                                                                    "temperature": 0.0, "top_p": 1.0, "seed": 0,
+                                                                    "limit": 2},
+                                "truncated_samples": 0, "truncated_counts_wrong": True}
     assert {sample.extraction_policy for sample in outcome.samples} == {"flexible"}
 
 
@@ -123,7 +154,7 @@ def test_the_tiny_model_scores_the_same_as_the_training_held_out_check(warm_mode
     answers = {record.prompt_id: record.answer for record in records}
     assert sum(bool(sample.extracted_answer) for sample in outcome.samples) > 12  # the warm-up taught the format
     for sample in outcome.samples:
-        assert sample.correct == (sample.extracted_answer == answers[sample.problem_id])
+        assert sample.correct == (sample.extracted_answer == answers[sample.problem_id] and not sample.truncated)
         assert sample.truncated == (sample.response_tokens == 48)
 
 
@@ -189,3 +220,55 @@ def test_humaneval_helpers_come_from_the_prompt_not_the_solution():
         for problem in (cyclic, third):
             canonical = problem.prompt + problem.metadata["canonical_solution"]
             assert judge.judge(canonical, problem.test_cases).verdict == "accepted", problem.problem_id
+
+
+def test_a_model_without_a_chat_template_is_cut_where_it_starts_a_next_problem():
+    """A base model answers, then writes a problem of its own until max_tokens: its response ends at the
+    "Problem:" it began (finished, its words counted), so neither the cut-off rule nor the made-up problem's
+    answer decides it."""
+    from training.tasks.arithmetic import generate
+
+    from evaluation.benchmarks import SYNTHETIC_SEED
+
+    answer = generate(1, seed=SYNTHETIC_SEED, split="held_out")[0].answer
+    rambling = (f"Answer: {answer}\nProblem: 2+2\nSolution: Answer: 4\nProblem: 3+", 30)
+    outcome = run_builtin_benchmark(BenchmarkSettings(benchmark="synthetic-arithmetic", max_tokens=30, limit=1),
+                                    scripted_context([[rambling]]))
+    (sample,) = outcome.samples
+    assert (sample.response, sample.response_tokens, sample.truncated) == (f"Answer: {answer}", 2, False)
+    assert sample.correct and sample.extracted_answer == answer
+
+
+def test_a_humaneval_completion_ends_where_the_function_does():
+    from evaluation.builtin_runner import cut_at_stop
+
+    tokenizer = ScriptedGenerator.tokenizer
+    completion = GeneratedResponse("    return a + b\n\ndef check():\n    pass\n", 40, True)
+    cut = cut_at_stop(completion, ("\nclass", "\ndef", "\n#", "\nif", "\nprint"), tokenizer)
+    assert (cut.text, cut.tokens, cut.truncated) == ("    return a + b\n", 4, False)
+    assert cut_at_stop(GeneratedResponse("    return 1", 3, False), ("\ndef",), tokenizer).text == "    return 1"
+    fenced = GeneratedResponse("```python\nimport math\n\ndef f():\n    return 1\n```\ndef g", 30, True)
+    assert cut_at_stop(fenced, ("\ndef",), tokenizer) == fenced  # the fence's code is not the model moving on
+
+
+def test_an_evaluation_sample_is_the_same_whatever_batch_it_falls_in_and_differs_across_problems(tiny_model_dir):
+    """Streams keyed by problem: the batch around a problem (batch_problems, its neighbours) changes none of its
+    samples; another problem key with the same prompt text samples differently (untrained model, T = 1)."""
+    from training.generation import ModelGenerator
+    from training.prompting import prompt_ids
+
+    generator = ModelGenerator(str(tiny_model_dir))
+    try:
+        first, second = (prompt_ids(text, generator.tokenizer) for text in ("3+4-2", "5+1"))
+
+        def texts(prompts, keys):
+            outputs = generator.generate(prompts, n=3, max_tokens=16, temperature=1.0, top_p=1.0, seed=7,
+                                         stream_keys=keys)
+            return [[response.text for response in samples] for samples in outputs]
+
+        alone = texts([first], [(1, 2)])[0]
+        assert texts([second, first], [(1, 3), (1, 2)])[1] == alone
+        assert len(set(alone)) == 3
+        assert set(texts([first], [(1, 4)])[0]).isdisjoint(alone)
+    finally:
+        generator.close()

@@ -217,7 +217,9 @@ def test_length_bins_match_the_database_query_example():
     assert [(row["bin_start"], row["samples"]) for row in curve] == [(0, 3), (100, 1), (300, 2)]
     assert [row["accuracy"] for row in curve] == pytest.approx([2 / 3, 0.0, 0.5])
     assert curve[0]["mean_tokens"] == pytest.approx(53.0)
-    assert all(set(row) == {"bin_start", "samples", "accuracy", "mean_tokens"} for row in curve)
+    assert all(set(row) == {"bin_start", "samples", "accuracy", "mean_tokens", "truncated"} for row in curve)
+    cut = accuracy_by_length_bins([10, 399, 399], [T, F, T], bin_tokens=100, truncated=[F, T, T])
+    assert [(row["bin_start"], row["truncated"]) for row in cut] == [(0, 0), (300, 2)]
     assert all(isinstance(row["mean_tokens"], float) for row in curve)
 
 
@@ -229,7 +231,7 @@ def test_length_bins_are_ordered_by_length_whatever_the_input_order():
 def test_length_bins_refuse_a_width_below_one_and_mismatched_inputs():
     with pytest.raises(ValueError, match="bin_tokens"):
         accuracy_by_length_bins([10], [T], 0)
-    with pytest.raises(ValueError, match="lengths holds 2 samples"):
+    with pytest.raises(ValueError, match="lengths holds 2 samples but correct holds 1"):
         accuracy_by_length_bins([10, 20], [T], 100)
 
 
@@ -263,3 +265,35 @@ def test_score_benchmark_leaves_out_maj_without_answers_and_is_frozen():
 def test_score_benchmark_refuses_lengths_shaped_unlike_correct():
     with pytest.raises(ValueError, match=r"lengths\[1\] holds 3 samples"):
         score_benchmark(BENCH_CORRECT, [[1, 2, 3, 4], [1, 2, 3], [1, 2, 3, 4]])
+
+
+def test_wrong_answers_of_one_value_vote_together_when_a_comparison_is_given():
+    """Three ways of writing 1/2 outvote two correct 7s: without the comparison they split and 7 wins."""
+    from grading.verifier.equivalence import same_value
+
+    answers, correct = [["7", "7", "\\frac{1}{2}", "0.5", "1/2"]], [[T, T, F, F, F]]
+    assert majority_vote_accuracy(answers, correct) == 1.0
+    assert majority_vote_accuracy(answers, correct, same_answer=same_value) == 0.0
+    assert majority_vote_accuracy([["7", "7", "3", "0.5", "1/2"]], correct, same_answer=same_value) == 1.0
+    score = score_benchmark(correct, [[5] * 5], answers, same_answer=same_value)
+    assert score.metrics["maj@5"] == 0.0
+
+
+def test_numbers_group_by_their_exact_value_without_comparing_pairs_and_join_other_forms():
+    """Value keys group "0.5", "1/2" and "\\frac12" at once; an equation of that value still joins them."""
+    from grading.verifier.equivalence import same_value
+    from grading.verifier.fast_compare import value_key
+    from evaluation.scoring import merged_vote_keys, vote_key
+
+    compared = []
+
+    def counting(first, second):
+        compared.append((first, second))
+        return same_value(first, second)
+
+    answers = ["0.5", "3", "1/2", "\\frac12", "3.0", "x = 1/2"]
+    keys = merged_vote_keys([vote_key(answer, False) for answer in answers], answers, counting, value_key)
+    assert keys[0] == keys[2] == keys[3] == keys[5] and keys[1] == keys[4] and keys[0] != keys[1]
+    assert all("x = 1/2" in pair for pair in compared)  # only the answer without a value was compared
+    assert majority_vote_accuracy([answers + ["7"] * 3], [[F] * 6 + [T] * 3], same_answer=same_value,
+                                  value_key=value_key) == 0.0  # four votes for 1/2 beat three correct

@@ -39,7 +39,7 @@ def test_it_returns_n_judged_samples_per_problem_in_order(warm_model_dir, record
             assert len(sample.token_ids) == sample.response_tokens
             assert decode_response(sample.token_ids, tokenizer) == sample.response
             assert (sample.token_ids[-1] == tokenizer.eos_token_id) == (not sample.truncated)
-            assert sample.correct == (reward == 1.0)
+            assert sample.correct == (reward == 1.0 and not sample.truncated)  # a cut-off one never is
             ended = len(tokenizer(sample.response, add_special_tokens=False).input_ids) + 1 == sample.response_tokens
             assert sample.truncated == (not ended), sample  # an ended response is its tokens plus end-of-sequence
             if sample.truncated:
@@ -58,3 +58,20 @@ def test_hooks_within_a_stage_map_its_progress_onto_the_stage_share():
     stage.progress(0.5)
     stage.progress(1.0)
     assert reported == pytest.approx([0.5, 0.7, 0.9])
+
+
+def test_a_response_cut_off_at_the_limit_is_never_a_correct_sample(tiny_model_dir):
+    """Cut off after writing the answer: the verifier passes the text, but the sample is wrong (it cannot be
+    the kept shortest response or DPO's chosen one); the same text that ended is correct."""
+    from training.rollout.base import FINISH_LENGTH, FINISH_STOP, Completion
+
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    record = PromptRecord(prompt_id="p", problem="3+4", answer="7")
+    ids = tuple(tokenizer("Answer: 7", add_special_tokens=False).input_ids)
+    completions = [[Completion(ids, (0.0,) * len(ids), FINISH_LENGTH),
+                    Completion(ids + (tokenizer.eos_token_id,), (0.0,) * (len(ids) + 1), FINISH_STOP)]]
+    with CorrectnessRewards() as correctness:
+        cut, ended = sampling._judge([record], completions, tokenizer, correctness)[0]
+        assert correctness([record], [cut.response]) == [1.0]  # the text alone would pass
+    assert (cut.truncated, cut.correct) == (True, False)
+    assert (ended.truncated, ended.correct) == (False, True)

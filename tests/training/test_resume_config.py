@@ -115,3 +115,17 @@ def test_a_checkpoint_without_its_config_is_refused_clearly(tmp_path):
     (folder / CONFIG_FILE).unlink()
     with pytest.raises(ResumeMismatch, match=f"its saved config {CONFIG_FILE} cannot be read"):
         start_session(RLConfig(), records(4), RunPaths(tmp_path / "run", tmp_path / "models"), TrainingHooks())
+
+
+def test_a_checkpoint_from_before_truncated_counts_wrong_resumes_grading_cut_off_text_as_it_trained(tmp_path):
+    """The new default (cut-off responses earn nothing) would change an old run's reward mid-run: it keeps the
+    value it trained with, and the check passes; a checkpoint that saved the knob keeps its own value."""
+    from training.resume_config import check_resume
+
+    older = {name: value for name, value in SAVED.items() if name != "truncated_counts_wrong"}
+    folder = fake_checkpoint(tmp_path / "old", older, 4)
+    state = {"sampler": {"n": 4}}
+    assert RLConfig().truncated_counts_wrong is True
+    assert check_resume(folder, state, RLConfig(), records(4)).truncated_counts_wrong is False
+    current = fake_checkpoint(tmp_path / "new", SAVED, 4)
+    assert check_resume(current, state, RLConfig(), records(4)).truncated_counts_wrong is True

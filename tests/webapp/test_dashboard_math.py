@@ -89,3 +89,17 @@ def test_a_benchmark_scored_by_several_suites_gets_one_series_per_suite():
                            ("math500", 1, "short")])
     assert labels == {("math500", 1): "math500 (short)", ("math500", 2): "math500 (long)",
                       ("aime24", 1): "aime24"}
+
+
+def test_the_paired_change_interval_bootstraps_per_problem_differences():
+    from evaluation.scoring import bootstrap_ci
+    from webapp.pages.long2short_data import paired_change_interval
+
+    same = {"a": 0.5, "b": 1.0, "c": 0.0}
+    assert paired_change_interval(same, same) == (0.0, 0.0)  # what both share does not widen it
+    assert paired_change_interval({"a": 1.0, "b": 0.75}, {"a": 0.5, "b": 0.25}) == (50.0, 50.0)
+    variant, parent = {"a": 1.0, "b": 0.0, "c": 0.5}, {"a": 0.0, "b": 0.0, "c": 0.5}
+    low, high = bootstrap_ci([1.0, 0.0, 0.0], resamples=500)
+    assert paired_change_interval(variant, parent, resamples=500) == pytest.approx((low * 100, high * 100))
+    assert paired_change_interval({"a": 1.0}, {"a": 0.0}) is None  # one problem: no interval
+    assert paired_change_interval({"a": 1.0, "b": 1.0}, {"a": 0.0, "c": 1.0}) is None  # other problems

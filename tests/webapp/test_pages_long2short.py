@@ -125,7 +125,7 @@ def test_outsiders_get_404_on_the_dashboard_and_variant_pages(client_for, charli
 def test_the_dashboard_query_count_does_not_grow_with_variants(client_for, alice, run, suite, family,
                                                                django_assert_num_queries):
     client = client_for(alice)
-    with django_assert_num_queries(9) as few:  # the same nine with two or eight variants
+    with django_assert_num_queries(10) as few:  # the same ten with two or eight variants (one for the samples)
         client.get(DASHBOARD_URL, {"parent": run.pk})
     for index in range(6):
         variant_with_score(run, suite, f"more-{index}", "shortest_rejection", 0.4, 900.0,
@@ -225,3 +225,50 @@ def test_the_launch_form_offers_only_the_current_projects_runs(client_for, charl
     response = client_for(charlie).get(LAUNCH_URL)
     assert response.context["form"] is None
     assert "No project yet" in response.content.decode()
+
+
+def add_samples(evaluation, correct_by_problem: dict[str, list[bool]]):
+    from webapp.evals.models import SampleResult
+
+    SampleResult.objects.bulk_create(
+        SampleResult(eval_run=evaluation, benchmark="math500", problem_id=problem, sample_index=index,
+                     response_tokens=10, correct=correct)
+        for problem, samples in correct_by_problem.items() for index, correct in enumerate(samples))
+
+
+def test_the_accuracy_change_carries_a_paired_interval_over_the_problems_both_scored(client_for, alice, run, suite,
+                                                                                   family):
+    """Variant minus parent per problem (fractions of correct samples), resampled in pairs; a variant scored
+    on other problems gets none."""
+    from evaluation.scoring import bootstrap_ci
+    from webapp.pages.long2short_data import CHANGE_RESAMPLES
+
+    parent = {"p1": [True, True], "p2": [False, False], "p3": [True, False], "p4": [False, False]}
+    variant = {"p1": [True, True], "p2": [True, False], "p3": [True, True], "p4": [False, False]}
+    for checkpoint, samples, score in ((family["late"], parent, 0.375),
+                                       (family["merge"].checkpoints.get(), variant, 0.625),
+                                       (family["dpo"].checkpoints.get(), {"p1": [True], "p9": [False]}, 0.5),
+                                       (family["early"], {"p1": [True], "p2": [False]}, 0.5)):
+        evaluation = EvalRun.objects.get(checkpoint=checkpoint)
+        add_samples(evaluation, samples)
+        BenchmarkResult.objects.filter(eval_run=evaluation).update(score=score)  # the mean of its samples
+    response = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk})
+    rows = {row["label"]: row for row in response.context["table"]}
+    low, high = bootstrap_ci([0.0, 0.5, 0.5, 0.0], resamples=CHANGE_RESAMPLES)
+    assert rows["merged (Model merging)"]["efficiency"].accuracy_change_interval == pytest.approx(
+        (low * 100, high * 100))
+    assert 0.0 <= low * 100 < 25.0 < high * 100 <= 50.0  # the differences' mean, 25 points, inside
+    assert rows["shortened (DPO)"]["efficiency"].accuracy_change_interval is None  # p9 against p2
+    assert f'<span class="muted small change-interval">[{low * 100:.1f}, {high * 100:.1f}]</span>' \
+        in response.content.decode()
+
+    # the parent scored by lm-eval's own metric (not its samples' mean), or graded under the other policy: none
+    late = BenchmarkResult.objects.filter(eval_run__checkpoint=family["late"])
+    late.update(score=0.4)
+    rows = {row["label"]: row for row in client_for(alice).get(DASHBOARD_URL, {"parent": run.pk}).context["table"]}
+    assert rows["merged (Model merging)"]["efficiency"].accuracy_change_interval is None
+    late.update(score=0.375, metrics={"truncated_counts_wrong": True})  # the variant's result predates the policy
+    response = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk})
+    merged = {row["label"]: row for row in response.context["table"]}["merged (Model merging)"]["efficiency"]
+    assert (merged.accuracy_change_interval, merged.grading_differs) == (None, True)
+    assert "graded differently</span>" in response.content.decode()

@@ -53,8 +53,8 @@ def test_an_audit_with_the_boxed_policy_counts_the_samples_it_grades_otherwise(
     answers = {problem.problem_id: problem.answer for problem in generate(5, seed=SYNTHETIC_SEED, split="held_out")}
     written = responses_where_the_policies_differ(answers)
     for problem_id, (response, correct) in written.items():
-        SampleResult.objects.filter(eval_run=eval_run, problem_id=problem_id).update(response=response,
-                                                                                     correct=correct)
+        SampleResult.objects.filter(eval_run=eval_run, problem_id=problem_id).update(
+            response=response, correct=correct, truncated=False)  # finished responses: the policy leaves them be
 
     refused = api.post(f"/api/evaluations/{eval_run.pk}/audits/", {"extraction_policy": "tight"}, format="json")
     assert refused.status_code == 400 and "extraction_policy" in refused.json()

@@ -19,16 +19,28 @@ RESUMABLE_KNOBS = frozenset({
 })
 
 
+# Recipe knobs added after runs had trained, with the value in effect before they existed where today's
+# default differs: a checkpoint that predates one resumes with that value (its recipe), not the new default.
+LEGACY_VALUES: dict[str, Any] = {
+    "truncated_counts_wrong": False,  # cut-off responses were graded on their text
+}
+
+
+def legacy_knobs(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """The LEGACY_VALUES of the knobs a saved config predates."""
+    return {name: value for name, value in LEGACY_VALUES.items() if name not in saved}
+
+
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
                        defaults: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(knob, checkpoint value, new value) for every changed knob outside RESUMABLE_KNOBS, in `current`'s order.
 
-    A knob missing from the saved config (the checkpoint predates it) counts at its default; a saved
-    knob that no longer exists is ignored.
+    A knob missing from the saved config (the checkpoint predates it) counts at its legacy value
+    (LEGACY_VALUES), else its default; a saved knob that no longer exists is ignored.
     """
     differences = []
     for name, value in current.items():
-        old = saved.get(name, defaults.get(name))
+        old = saved.get(name, LEGACY_VALUES.get(name, defaults.get(name)))
         if name not in RESUMABLE_KNOBS and old != value:
             differences.append((name, old, value))
     return differences

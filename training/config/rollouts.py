@@ -88,6 +88,13 @@ class RolloutSection:
         minimum=0.0,
         maximum=MAX_WEIGHT,
     )
+    truncated_counts_wrong: bool = knob(
+        True,
+        "A response cut off at max_response_tokens earns no correctness reward, whatever answer its text holds "
+        "(it never finished; rewarding it teaches the policy not to stop). False grades the text as it is. "
+        "Long2short RL always counts them wrong (report 2.4: the shorter limit penalises answers that run over).",
+        group="rollouts",
+    )
     rollout_dtype: str = knob(
         "auto",
         "The dtype rollouts sample in (torch, vllm and vllm-hybrid engines); auto = the "

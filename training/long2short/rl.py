@@ -20,7 +20,8 @@ RUN_FOLDER = "rl"  # the loop's checkpoints go to job.output_dir / "rl" / "check
 
 def long2short_rl_config(config: Long2ShortRLConfig, parent_config: dict[str, Any], model_path: str) -> RLConfig:
     """The parent run's RLConfig with the long2short changes: the checkpoint as model, no warm-up,
-    the length penalty from iteration 1, the response limit cut to a fraction, no periodic evaluation."""
+    the length penalty from iteration 1, the response limit cut to a fraction (a response cut off there is
+    wrong), no periodic evaluation."""
     parent = parent_run_config(parent_config)
     max_tokens = max(1, int(parent.max_response_tokens * config.max_response_fraction))
     budget = parent.partial_rollout_token_budget
@@ -28,6 +29,7 @@ def long2short_rl_config(config: Long2ShortRLConfig, parent_config: dict[str, An
         parent, model=model_path, warmup_sft_steps=0, iterations=config.iterations,
         learning_rate=config.learning_rate, seed=config.seed, length_penalty_weight=config.length_penalty_weight,
         length_penalty_warmup_iterations=0, max_response_tokens=max_tokens, evaluate_every_iterations=0,
+        truncated_counts_wrong=True,  # report 2.4: the shorter limit penalises responses that run over it
         partial_rollout_token_budget=None if budget is None else min(budget, max_tokens),
         checkpoint_every_iterations=min(parent.checkpoint_every_iterations, config.iterations),
         # a schedule over iterations (curriculum, warmup_then_hard) is the parent's, already run: not replayed

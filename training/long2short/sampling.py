@@ -46,8 +46,10 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     correctness: the grader (training.rewards.CorrectnessRewards; the parent run's, base.parent_rewards), closed
     here at the end; None: the rule verifier with flexible extraction.
 
-    Records go to the rollout engine in chunks of about SEQUENCES_PER_CALL responses (chunk c samples with
-    seed + c); hooks.progress gets the fraction of records done, and hooks.should_stop is checked between chunks.
+    Records go to the rollout engine in chunks of about SEQUENCES_PER_CALL responses; sample j of record i draws
+    from stream_seed(seed, i, j) whatever the chunking. A response cut off at max_response_tokens is wrong (it
+    gave no final answer, and as a target it would teach not stopping). hooks.progress gets the fraction of
+    records done, and hooks.should_stop is checked between chunks.
     """
     from training.prompting import prompt_ids
     from training.rollout import rollout_engines
@@ -63,13 +65,13 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     judged: list[list[JudgedSample]] = []
     correctness = correctness or CorrectnessRewards()
     try:
-        for chunk_index, start in enumerate(range(0, len(records), per_call)):
+        for start in range(0, len(records), per_call):
             if hooks.should_stop():
                 raise Long2ShortStopped(f"stopped while sampling, after {start} of {len(records)} problems")
             chunk = records[start:start + per_call]
-            settings = SamplingSettings(max_new_tokens=max_response_tokens, temperature=temperature,
-                                        seed=seed + chunk_index)
-            requests = [_request(prompt_ids(record.problem, tokenizer), samples_per_problem) for record in chunk]
+            settings = SamplingSettings(max_new_tokens=max_response_tokens, temperature=temperature, seed=seed)
+            requests = [_request(prompt_ids(record.problem, tokenizer), samples_per_problem, seed, start + offset)
+                        for offset, record in enumerate(chunk)]
             judged.extend(_judge(chunk, engine.generate(requests, settings), tokenizer, correctness))
             hooks.progress(len(judged) / len(records))
     finally:
@@ -78,10 +80,12 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
     return judged
 
 
-def _request(prompt: tuple[int, ...], samples: int):
+def _request(prompt: tuple[int, ...], samples: int, seed: int, record_index: int):
     from training.rollout.base import RolloutRequest
+    from training.rollout.seeds import stream_seed
 
-    return RolloutRequest(prompt_ids=prompt, n=samples)
+    return RolloutRequest(prompt_ids=prompt, n=samples,
+                          sample_seeds=tuple(stream_seed(seed, record_index, sample) for sample in range(samples)))
 
 
 def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
@@ -100,9 +104,10 @@ def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
         samples = []
         for _ in group:
             completion, response = next(texts)
+            truncated = completion.finish_reason == FINISH_LENGTH
             samples.append(JudgedSample(prompt_id=record.prompt_id, response=response,
-                                        response_tokens=len(completion.token_ids), correct=next(rewards) > 0.5,
-                                        truncated=completion.finish_reason == FINISH_LENGTH,
+                                        response_tokens=len(completion.token_ids),
+                                        correct=next(rewards) > 0.5 and not truncated, truncated=truncated,
                                         token_ids=tuple(completion.token_ids)))
         judged.append(samples)
     return judged

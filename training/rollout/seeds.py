@@ -7,6 +7,8 @@ independently while a rerun with the same key samples the same tokens.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 SEED_BITS = 62  # below 2**63 for every consumer (torch.Generator, vLLM's int seed); room for vLLM's seed + j
@@ -18,3 +20,9 @@ def stream_seed(*key: int) -> int:
         raise ValueError(f"stream keys must be non-negative integers; got {key}")
     low, high = np.random.SeedSequence([int(part) for part in key]).generate_state(2, dtype=np.uint32)
     return ((int(high) << 32) | int(low)) >> (64 - SEED_BITS)
+
+
+def text_key(text: str) -> int:
+    """A stable non-negative integer for a name, as a stream key part (a benchmark, a problem id): the same in
+    every process, unlike hash()."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")

@@ -203,6 +203,7 @@ class LengthBinSerializer(serializers.Serializer):
     samples = serializers.IntegerField()
     accuracy = serializers.FloatField(help_text="Correct samples in the bin / samples in the bin (0 to 1).")
     mean_tokens = serializers.FloatField()
+    truncated = serializers.IntegerField(help_text="Samples of the bin cut off at max_tokens.")
 
 
 class LengthCurveSerializer(serializers.Serializer):
@@ -418,7 +419,8 @@ class BenchmarkTableViewSet(viewsets.ViewSet):
         responses={
             (200, TableJSONRenderer.media_type): BenchmarkTableSerializer,
             (200, TableCSVRenderer.media_type): text_file("One header row; per benchmark: score, ci_low, ci_high, "
-                                                          "mean_tokens, extraction_policy, audit_disagreement."),
+                                                          "mean_tokens, num_problems, samples_per_problem, "
+                                                          "extraction_policy, audit_disagreement."),
             (200, TableMarkdownRenderer.media_type): text_file("A pipe table; cells '77.5 [70.1, 84.2]'."),
             (200, TableLatexRenderer.media_type): text_file("A booktabs tabular, the best score per column bold."),
             400: OpenApiResponse(OpenApiTypes.OBJECT, description="A parameter is invalid; the body names it."),

@@ -180,8 +180,8 @@ class SampleResult(models.Model):
         ]
         indexes = [
             # Length-binned accuracy and length filters of one run's benchmark.
-            # Covering (INCLUDE correct) so length-binned accuracy is an index-only scan.
-            models.Index(fields=["eval_run", "benchmark", "response_tokens"], include=["correct"],
+            # Covering (INCLUDE correct, truncated) so length-binned accuracy is an index-only scan.
+            models.Index(fields=["eval_run", "benchmark", "response_tokens"], include=["correct", "truncated"],
                          name="sample_length_idx"),
             models.Index(fields=["eval_run", "benchmark", "correct"], name="sample_correct_idx"),
         ]

@@ -59,23 +59,28 @@ def disagreeing(samples: QuerySet) -> QuerySet:
 def accuracy_by_length(eval_run_id: int, benchmark: str, bin_tokens: int) -> list[dict]:
     """Accuracy per response-length bin, aggregated in the database (uses sample_length_idx).
 
-    Returns rows {"bin_start", "samples", "accuracy", "mean_tokens"} ordered by length.
+    Returns rows {"bin_start", "samples", "accuracy", "mean_tokens", "truncated"} ordered by length; truncated
+    counts the bin's samples cut off at max_tokens (their length is the limit, not where they would have ended).
     """
     if bin_tokens < 1:
         raise ValueError("bin_tokens must be at least 1")
-    rows = (
+    return [
+        {"bin_start": row["bin"] * bin_tokens, "samples": row["samples"], "accuracy": row["correct"] / row["samples"],
+         "mean_tokens": float(row["mean_tokens"]), "truncated": row["truncated"]}
+        for row in length_bin_rows(eval_run_id, benchmark, bin_tokens)
+    ]
+
+
+def length_bin_rows(eval_run_id: int, benchmark: str, bin_tokens: int) -> QuerySet:
+    """The aggregate behind accuracy_by_length: per bin, samples, correct, mean tokens and truncated."""
+    return (
         SampleResult.objects.filter(eval_run_id=eval_run_id, benchmark=benchmark)
         .annotate(bin=F("response_tokens") / bin_tokens)
         .values("bin")
         .annotate(samples=Count("response_tokens"), correct=Count("response_tokens", filter=Q(correct=True)),
-                  mean_tokens=Avg("response_tokens"))
+                  mean_tokens=Avg("response_tokens"), truncated=Count("response_tokens", filter=Q(truncated=True)))
         .order_by("bin")
     )
-    return [
-        {"bin_start": row["bin"] * bin_tokens, "samples": row["samples"], "accuracy": row["correct"] / row["samples"],
-         "mean_tokens": float(row["mean_tokens"])}
-        for row in rows
-    ]
 
 
 LENGTH_BINS = 16  # a length curve's bins when no width is asked for

@@ -239,13 +239,15 @@ def _cell_json(cell: TableCell) -> dict:
             "audit_disagreements": cell.audit_disagreements, "audit_disagreement": cell.audit_disagreement}
 
 
-CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "extraction_policy", "audit_disagreement")
+CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "num_problems", "samples_per_problem", "extraction_policy",
+              "audit_disagreement")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell starting so as a formula (OWASP)
 
 
 def table_to_csv(table: BenchmarkTable) -> str:
     """One header row ("evaluation", "model", then per benchmark "<benchmark> score|ci_low|ci_high|mean_tokens|
-    extraction_policy|audit_disagreement" (percent of audited samples)); empty = missing.
+    num_problems|samples_per_problem|extraction_policy|audit_disagreement" (percent of audited samples)); empty =
+    missing.
 
     Numbers are written bare, text quoted and spreadsheet-safe (csv_text).
     """

@@ -6,12 +6,13 @@ the long-CoT curve. The token-efficiency table compares each variant with its pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Avg, Case, F, FloatField, Q, QuerySet, Value, When
 
-from webapp.evals.models import BenchmarkResult
+from evaluation.scoring import bootstrap_ci
+from webapp.evals.models import BenchmarkResult, SampleResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.evals.benchmark_labels import suite_labels
@@ -20,6 +21,7 @@ from webapp.runs.models import RLRun
 
 MAX_VARIANTS = 50  # per parent, newest first
 PARENT_CHOICES = 50
+CHANGE_RESAMPLES = 2000  # bootstrap resamples of a change's interval (a table may hold hundreds of rows)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class TokenEfficiency:
     accuracy_change_points: float | None  # (score - parent score) * 100
     token_change_percent: float | None  # (tokens - parent tokens) / parent tokens * 100
     accuracy_per_1k_tokens: float | None  # score in percent points / (tokens / 1000)
+    # 95% paired bootstrap interval of the accuracy change, points; None unless both scored the same problems
+    accuracy_change_interval: tuple[float, float] | None = None
+    # the two were graded under different truncation policies (evaluation.outcome): the change is not like for like
+    grading_differs: bool = False
 
 
 def accuracy_per_1k_tokens(score: float, mean_tokens: float | None) -> float | None:
@@ -48,6 +54,31 @@ def token_efficiency(score: float, mean_tokens: float | None,
     if mean_tokens is not None and parent_tokens:
         tokens_percent = (mean_tokens - parent_tokens) / parent_tokens * 100
     return TokenEfficiency(score, mean_tokens, points, tokens_percent, accuracy_per_1k_tokens(score, mean_tokens))
+
+
+def paired_change_interval(variant_problems: dict[str, float], parent_problems: dict[str, float],
+                           resamples: int = CHANGE_RESAMPLES) -> tuple[float, float] | None:
+    """95% interval of the accuracy change in points, bootstrapping the per-problem differences (variant minus
+    parent, each a problem's fraction of correct samples): problems are resampled in pairs, so what the two
+    models share (a problem both solve, one neither does) does not widen it. None unless both evaluated the
+    same problems, at least two."""
+    if len(variant_problems) < 2 or variant_problems.keys() != parent_problems.keys():
+        return None
+    differences = [variant_problems[problem] - parent_problems[problem] for problem in sorted(variant_problems)]
+    low, high = bootstrap_ci(differences, resamples=resamples)
+    return low * 100, high * 100
+
+
+def problem_accuracies(eval_run_ids: set[int]) -> dict[tuple[int, str], dict[str, float]]:
+    """(evaluation, benchmark) -> problem id -> its fraction of correct samples (one query)."""
+    rows = (SampleResult.objects.filter(eval_run_id__in=eval_run_ids)
+            .values("eval_run_id", "benchmark", "problem_id")
+            .annotate(accuracy=Avg(Case(When(correct=True, then=Value(1.0)), default=Value(0.0),
+                                        output_field=FloatField()))))
+    accuracies: dict[tuple[int, str], dict[str, float]] = {}
+    for row in rows:
+        accuracies.setdefault((row["eval_run_id"], row["benchmark"]), {})[row["problem_id"]] = row["accuracy"]
+    return accuracies
 
 
 def checkpoint_label(name: str, iteration: int | None) -> str:
@@ -83,10 +114,11 @@ def evaluated_results(parent: RLRun, variants: Sequence[Long2ShortVariant]) -> l
                   suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))
         .order_by("eval_run__created_at", "eval_run_id")
         .values("checkpoint_id", "run_id", "variant_id", "iteration", "benchmark", "score", "mean_response_tokens",
-                "suite_id", "suite_name")
+                "suite_id", "suite_name", "eval_run_id", "metrics")
     )
     labels = suite_labels((row["benchmark"], row["suite_id"], row["suite_name"]) for row in rows)
-    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])]} for row in rows]
+    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])], "benchmark_name": row["benchmark"]}
+            for row in rows]
 
 
 # ---------------------------------------------------------------- assembling
@@ -117,14 +149,17 @@ def parent_reference(variant: Long2ShortVariant, benchmark: str, points: dict[st
 
 
 def dashboard_data(parent: RLRun) -> dict[str, Any]:
-    """Per benchmark: the parent's curve and one point per variant; the token-efficiency rows (three queries)."""
+    """Per benchmark: the parent's curve and one point per variant; the token-efficiency rows, each change with
+    its paired interval (four queries)."""
     variants = variants_of(parent)
     rows = evaluated_results(parent, variants)
     parents = parent_points(parent, rows)
     latest = latest_by([row for row in rows if row["variant_id"] is not None],
                        lambda row: (row["benchmark"], row["variant_id"]))
+    parent_rows = latest_by([row for row in rows if row["run_id"] == parent.pk],
+                            lambda row: (row["benchmark"], row["checkpoint_id"]))
     benchmarks = sorted({row["benchmark"] for row in rows})
-    charts, table = [], []
+    charts, table, compared = [], [], []
     for benchmark in benchmarks:
         variant_points = []
         for variant in variants:
@@ -139,6 +174,37 @@ def dashboard_data(parent: RLRun) -> dict[str, Any]:
             variant_points.append(point)
             table.append({**point, "benchmark": benchmark, "efficiency": efficiency,
                           "reference": reference["label"] if reference else None})
+            if reference is not None:
+                compared.append((table[-1], row, parent_rows[(benchmark, reference["checkpoint"])]))
         charts.append({"benchmark": benchmark, "parent": parents.get(benchmark, []), "variants": variant_points})
+    add_change_intervals(compared)
     return {"parent": {"id": parent.pk, "name": parent.name}, "charts": charts, "table": table,
             "variants": variants}
+
+
+def truncation_policy(row: dict) -> bool:
+    """Whether a result counted cut-off responses wrong (results from before the policy did not)."""
+    metrics = row["metrics"] if isinstance(row["metrics"], dict) else {}
+    return bool(metrics.get("truncated_counts_wrong", False))
+
+
+def scores_its_samples(row: dict, accuracies: dict[str, float]) -> bool:
+    """Whether the result's score is the mean of its problems' sample accuracies (an lm-eval task's own metric
+    may be another number, which a bootstrap of the samples would not describe)."""
+    return bool(accuracies) and abs(sum(accuracies.values()) / len(accuracies) - row["score"]) < 1e-9
+
+
+def add_change_intervals(compared: list[tuple[dict, dict, dict]]) -> None:
+    """Give each (table row, variant result, parent result) its change's paired interval (one query, over these
+    evaluations only), or mark that the two were graded under different truncation policies."""
+    accuracies = problem_accuracies({result["eval_run_id"] for _, variant, parent in compared
+                                     for result in (variant, parent)})
+    for table_row, variant, parent in compared:
+        if truncation_policy(variant) != truncation_policy(parent):
+            table_row["efficiency"] = replace(table_row["efficiency"], grading_differs=True)
+            continue
+        ours, theirs = (accuracies.get((result["eval_run_id"], result["benchmark_name"]), {})
+                        for result in (variant, parent))
+        if scores_its_samples(variant, ours) and scores_its_samples(parent, theirs):
+            table_row["efficiency"] = replace(table_row["efficiency"],
+                                              accuracy_change_interval=paired_change_interval(ours, theirs))
