@@ -9,6 +9,7 @@ the checker process reads (functional.py). Exit status: see running.py; a functi
 only when its check passed.
 """
 
+import atexit
 import builtins
 import errno
 import io
@@ -95,5 +96,7 @@ def main(program_fd=PROGRAM_FD, ready_fd=READY_FD, check_fd=CHECK_FD):
     if program["mode"] == "functional":
         running.end(functional.run(program, check_fd))
     os.close(check_fd)
+    atexit._clear()  # the sandbox's own handlers, inherited: only the program's run at its exit
     module = running.main_module()
-    running.end(running.status_of(lambda: running.execute(program["code"], running.SOLUTION_FILE, module.__dict__)))
+    status = running.status_of(lambda: running.execute(program["code"], running.SOLUTION_FILE, module.__dict__))
+    running.end(running.interpreter_exit(status))

@@ -69,6 +69,20 @@ def print_traceback():
     traceback.print_exception(type(error), error, frames)
 
 
+def interpreter_exit(status):
+    """What a plain interpreter does between its main module and its exit: wait for the non-daemon threads the
+    program started (the deep-recursion idiom runs main() in one and never joins it), then run the atexit
+    handlers it registered; an error in either is printed and the main module's status kept. The wall-clock
+    limit bounds both, as it bounds the program."""
+    import atexit
+
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        status_of(threading._shutdown)
+    status_of(atexit._run_exitfuncs)
+    return status
+
+
 def end(status):
     """Flush stdio and exit at once, without the program's cleanup handlers."""
     for stream in (sys.stdout, sys.stderr):

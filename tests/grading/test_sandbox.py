@@ -364,3 +364,17 @@ def test_the_sandbox_root_is_built_where_no_bound_path_lives():
     assert staging_point(["/usr/bin/python3", "/root/.pyenv"]) == "/tmp"
     assert staging_point(["/tmp/checkout/.venv/bin/bwrap"]) == "/mnt"
     assert staging_point(["/tmp/a", "/mnt"]) == "/media"
+
+
+def test_a_program_ends_as_a_plain_interpreter_does_after_its_threads_and_exit_handlers(judge):
+    """The deep-recursion idiom (main() in a thread never joined) and an answer printed by an atexit handler
+    are accepted; the main module's failure still decides the status, and a handler's error changes nothing."""
+    threaded = ("import threading, sys\nsys.setrecursionlimit(10**6)\nthreading.stack_size(1 << 26)\n"
+                "def main():\n    a, b = map(int, input().split())\n    print(a + b)\n"
+                "threading.Thread(target=main).start()\n")
+    assert judge.judge(threaded, A_PLUS_B_TESTS).verdict == ACCEPTED
+    at_exit = ("import atexit\nout = []\natexit.register(lambda: print(*out))\n"
+               "atexit.register(lambda: 1 / 0)\na, b = map(int, input().split())\nout.append(a + b)\n")
+    assert judge.judge(at_exit, A_PLUS_B_TESTS).verdict == ACCEPTED
+    failing = "import atexit\natexit.register(lambda: print(3))\nraise ValueError('main failed')\n"
+    assert judge.judge(failing, [A_PLUS_B_TESTS[0]]).verdict == RUNTIME_ERROR

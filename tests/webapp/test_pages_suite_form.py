@@ -12,7 +12,8 @@ from webapp.evals.models import BenchmarkSuite, EvalRun
 pytestmark = pytest.mark.django_db
 
 DEFAULTS = {"samples_per_problem": "1", "max_tokens": "1024", "temperature": "0.0", "top_p": "1.0", "limit": "",
-            "extraction_policy": "flexible", "grader_mode": "rule", "judge_model": "", "judge_max_tokens": "1024"}
+            "extraction_policy": "flexible", "grader_mode": "rule", "judge_model": "", "judge_max_tokens": "1024",
+            "truncated_counts_wrong": "on"}  # a checked box, as a browser posts it
 
 
 def suite_post(name: str, entries: list[dict], initial: int = 0, blank_rows: int = 1, deleted=()) -> dict:
@@ -41,7 +42,8 @@ def test_suite_form_shows_each_setting_with_its_default_and_help(client_for, ali
     row = formset.forms[0]
     assert [field.name for field in row.visible_fields()] == [
         "benchmark", "samples_per_problem", "max_tokens", "temperature", "top_p", "limit", "extraction_policy",
-        "grader_mode", "judge_model", "judge_max_tokens", "DELETE"]
+        "grader_mode", "judge_model", "judge_max_tokens", "truncated_counts_wrong", "DELETE"]
+    assert row["truncated_counts_wrong"].value() is True
     assert (row["benchmark"].value(), row["max_tokens"].value(), row["top_p"].value()) == ("", 1024, 1.0)
     content = response.content.decode()
     assert "Samples per problem; Pass@1 is averaged over them." in content
