@@ -6,7 +6,9 @@ engine decoding into a static cache whose step transformers compiles (CUDA graph
 compilation), the default engine (finished rows leave between segments of 16 steps) and the same engine
 decoding each call in one piece. The issue's anchor: 1,244 to 2,205 tokens/s on the smoke run before this
 engine (plain generate). lean and lean-compiled: the engine's own decoding loop (training.rollout.lean_decoding),
-whose compiled step holds the forward pass and the sampler in one graph.
+whose compiled step holds the forward pass and the sampler in one graph; lean-compiled-stock: the same with
+transformers' stock SDPA attention, which copies each key/value head per query group at every decoding step
+(what the engine did before training.models.attention took decoding steps on every device).
 scripts/gpu_smoke.sh runs it.
 """
 
@@ -33,7 +35,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", default="compiled,segments,one-call",
                         help="comma-separated: compiled (static cache, compiled step), segments, one-call, "
-                             "lean (the engine's own loop), lean-compiled (its step compiled whole), new-shapes "
+                             "lean (the engine's own loop), lean-compiled (its step compiled whole), "
+                             "lean-compiled-stock (the same with transformers' stock SDPA), new-shapes "
                              "(compiled calls of other row counts, one each: what a new shape costs), cycles "
                              "(compiled lean calls each after a release for training, buffers kept as the "
                              "engine decides, then dropped every time: step time and CUDA-graph skips over "
@@ -71,10 +74,14 @@ def main() -> None:
                 release_cycles(engine, requests, settings, arguments.cycles, drop)
             continue
         engine.segment_steps = None if variant == "one-call" else SEGMENT_STEPS
-        engine.compile_decoding = variant in ("compiled", "lean-compiled")
+        engine.compile_decoding = variant in ("compiled", "lean-compiled", "lean-compiled-stock")
         engine.lean_decoding = variant.startswith("lean")
+        attention = engine.model.config._attn_implementation
+        if variant == "lean-compiled-stock":
+            engine.model.set_attn_implementation("sdpa")
         started = time.perf_counter()
         rate, tokens = rollout_tokens_per_second(engine, requests, settings, arguments.repeats)
+        engine.model.set_attn_implementation(attention)
         print(f"{variant:<10} {tokens:>8} tokens/call {rate:>10.0f} tokens/s "
               f"({time.perf_counter() - started:.0f} s with the warm-up call)", flush=True)
 

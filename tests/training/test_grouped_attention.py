@@ -43,3 +43,45 @@ def test_a_decoding_step_over_a_padded_cache_matches_the_stock_path(tiny_model_d
                          use_cache=True)
             logits.append(step.logits)
     assert torch.allclose(logits[1], logits[0], atol=1e-5), (logits[1] - logits[0]).abs().max()
+
+
+def test_a_bfloat16_decoding_step_reads_the_groups_as_stock_sdpa_does_in_float32():
+    """The GPU decoding path (bfloat16, one query per row, a padding mask): within bfloat16 rounding of the stock
+    path's float32 result, and masked keys get no weight."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from training.models.attention import _one_query_attention
+
+    generator = torch.Generator().manual_seed(2)
+    query, key, value = (torch.randn(shape, generator=generator) for shape in ((4, 6, 1, 16), (4, 2, 20, 16),
+                                                                                (4, 2, 20, 16)))
+    mask = torch.ones(4, 1, 1, 20, dtype=torch.bool)
+    mask[1, ..., :7] = False
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.is_causal = 3, True
+    expected, _ = sdpa_attention_forward(module, query, key, value, mask)
+    got = _one_query_attention(query.bfloat16(), key.bfloat16(), value.bfloat16(), mask, None)
+    assert got.dtype == torch.bfloat16 and got.shape == expected.shape == (4, 1, 6, 16)
+    assert torch.allclose(got.float(), expected, atol=3e-2), (got.float() - expected).abs().max()
+    value[1, :, :7] = 1e4  # masked positions: no weight, so no change
+    again = _one_query_attention(query.bfloat16(), key.bfloat16(), value.bfloat16(), mask, None)
+    assert torch.equal(again, got)
+
+
+def test_off_the_cpu_a_decoding_step_takes_the_grouped_path_in_any_dtype(monkeypatch):
+    """Stock SDPA with a mask copies the key/value heads per group on a GPU; a decoding step there never calls it
+    (shape-only meta tensors stand in for the device). Several queries per row still do."""
+    import training.models.attention as attention
+
+    calls = []
+    monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *args, **kwargs: calls.append(1) or (None, None))
+    module = torch.nn.Module()
+    module.num_key_value_groups = 7
+    key = torch.empty(2, 2, 64, 8, dtype=torch.bfloat16, device="meta")
+    mask = torch.empty(2, 1, 1, 64, dtype=torch.bool, device="meta")
+    output, _ = attention.grouped_sdpa_forward(module, torch.empty(2, 14, 1, 8, dtype=torch.bfloat16, device="meta"),
+                                               key, key, mask)
+    assert output.shape == (2, 1, 14, 8) and output.dtype == torch.bfloat16 and not calls
+    attention.grouped_sdpa_forward(module, torch.empty(2, 14, 5, 8, dtype=torch.bfloat16, device="meta"), key, key,
+                                   torch.empty(2, 1, 5, 64, dtype=torch.bool, device="meta"))
+    assert calls == [1]

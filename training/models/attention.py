@@ -1,11 +1,15 @@
-"""Attention for grouped-query models on the CPU: SDPA broadcasts the key/value heads itself.
+"""Attention for grouped-query models without copying the key/value heads per query group.
 
 Transformers' SDPA path copies the keys and values once per query head group (`repeat_kv`) whenever an
-attention mask is passed, which is every padded generate step and every packed training pass: for the
-tiny preset (6 query heads, 2 key/value heads) that copy was a third of a continuation call's time.
-torch's CPU kernels take the groups as they are (`enable_gqa`); on other devices, where a masked grouped
-call falls back to the slow math kernel, the stock SDPA path runs unchanged. Same arithmetic either way.
-A float32 decoding step (one query per row) skips SDPA for two grouped matmuls, faster on the CPU.
+attention mask is passed, which is every padded generate step, every packed training pass and every step of
+the lean decoding loop: for the tiny preset (6 query heads, 2 key/value heads) that copy was a third of a
+continuation call's time on the CPU, and on a GPU a decoding step of Qwen2-0.5B's shapes (14 query heads, 2
+key/value heads) over 256 rows x 1,024 cache positions wrote and read 7 copies of its 3.2 GB cache.
+A decoding step (one query per row) skips SDPA for two grouped matmuls that read each key and value once (on
+the CPU in float32 only, where bfloat16 matmuls are slow); the scores are taken in the query's dtype and the
+softmax in float32, as transformers' eager attention does. Otherwise torch's CPU kernels take the groups as
+they are (`enable_gqa`); on other devices, where a masked grouped SDPA call falls back to the slow math
+kernel, the stock SDPA path runs unchanged.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
                          attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                          is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
     """(batch, heads, q, dim) query, (batch, kv_heads, kv, dim) key and value -> (batch, q, heads, dim)."""
-    grouped = getattr(module, "num_key_value_groups", 1) > 1
-    if query.device.type != "cpu" or not grouped or kwargs.get("position_bias") is not None \
-            or kwargs.get("cache") is not None:
+    grouped = getattr(module, "num_key_value_groups", 1) > 1 and kwargs.get("position_bias") is None \
+        and kwargs.get("cache") is None
+    on_cpu = query.device.type == "cpu"
+    if grouped and query.shape[2] == 1 and not dropout and (query.dtype == torch.float32 or not on_cpu):
+        return _one_query_attention(query, key, value, attention_mask, scaling), None
+    if not grouped or not on_cpu:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
-    if query.shape[2] == 1 and query.dtype == torch.float32 and not dropout:
-        return _one_query_attention(query, key, value, attention_mask, scaling), None
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     output = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
@@ -39,8 +44,9 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
 
 def _one_query_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                          attention_mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor:
-    """A decoding step (one query per row) as two batched matmuls over each key/value head's query group:
-    torch's CPU SDPA kernels took ~1.8x as long for this shape. (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
+    """A decoding step (one query per row) as two batched matmuls over each key/value head's query group, which
+    read each key and value once (torch's CPU SDPA kernels took ~1.8x as long for this shape; on a GPU, stock
+    SDPA with a mask copies them per group). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
     batch, heads, _, dim = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     grouped = query.view(batch, kv_heads, heads // kv_heads, dim)
@@ -48,7 +54,8 @@ def _one_query_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     if attention_mask is not None:  # (batch, 1, 1, length): True or 0.0 where a key may be attended
         mask = attention_mask.reshape(batch, 1, 1, length)
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
-    output = torch.matmul(scores.softmax(dim=-1), value)  # (batch, kv_heads, group, dim)
+    weights = scores.softmax(dim=-1, dtype=torch.float32).to(value.dtype)
+    output = torch.matmul(weights, value)  # (batch, kv_heads, group, dim)
     return output.reshape(batch, 1, heads, dim)
 
 
