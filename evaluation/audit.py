@@ -13,6 +13,7 @@ from evaluation.context import EvalContext
 from evaluation.builtin_runner import EvaluationError, grade_pairs, judge_verdict_text
 from evaluation.suite_config import AuditGrader, BenchmarkSettings
 from grading.cot_judge import Grade
+from grading.judgement import counted_wrong_for_truncation
 
 AUDIT_BATCH_SAMPLES = 256  # samples graded per batch (a judge batch is smaller: EvalContext.batch_problems)
 
@@ -103,7 +104,7 @@ def audited_sample(sample: StoredSample, graded: Grade, truncated_counts_wrong: 
     """The second verdict under the stored result's truncation policy (a cut-off sample counted wrong stays
     wrong: the graders cannot disagree on it)."""
     rule, judge = graded.rule, graded.judge
-    correct = graded.correct and not (sample.truncated and truncated_counts_wrong)
+    correct = graded.correct and not counted_wrong_for_truncation(sample.truncated, truncated_counts_wrong)
     if judge is not None:
         detail = "\n\n".join(filter(None, [judge.error, judge.reasoning]))  # on an error: why, then the output
     else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evaluation.scoring import BenchmarkScore
+from grading.judgement import counted_wrong_for_truncation
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ CUT_OFF = "cut off at max_tokens: counted wrong"  # SampleOutcome.detail of a tr
 def truncation_applied(sample: SampleOutcome, truncated_counts_wrong: bool) -> SampleOutcome:
     """The sample under the truncation policy: a truncated one the grader passed is wrong, saying why, when
     `truncated_counts_wrong`; its extracted answer stays on the row but does not vote in maj@n."""
-    if not (sample.truncated and sample.correct and truncated_counts_wrong):
+    if not (sample.correct and counted_wrong_for_truncation(sample.truncated, truncated_counts_wrong)):
         return sample
     detail = f"{CUT_OFF}; {sample.detail}" if sample.detail else CUT_OFF
     return replace(sample, correct=False, detail=detail)
@@ -46,7 +47,7 @@ def truncation_applied(sample: SampleOutcome, truncated_counts_wrong: bool) -> S
 def votes(sample: SampleOutcome, truncated_counts_wrong: bool) -> str | None:
     """The answer a sample votes for in maj@n: its extracted answer, none for an unfinished one the policy
     counts wrong (it gave no final answer)."""
-    if sample.truncated and truncated_counts_wrong:
+    if counted_wrong_for_truncation(sample.truncated, truncated_counts_wrong):
         return None
     return sample.extracted_answer or None
 

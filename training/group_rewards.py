@@ -10,6 +10,7 @@ import torch
 from training.length_reward import grouped_length_rewards, length_penalty_weight_at
 from training.prompting import decode_response
 from training.rewards import CorrectnessRewards
+from grading.judgement import counted_wrong_for_truncation
 from training.rollout.base import FINISH_LENGTH, FINISH_REPEAT
 from training.trajectories import Group
 from training.types import PromptRecord, SampleReport
@@ -38,8 +39,7 @@ def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], token
     correct = torch.tensor(flat, dtype=torch.float32).reshape(len(groups), len(flat) // max(len(groups), 1))
     truncated = torch.tensor([[t.finish_reason == FINISH_LENGTH for t in group.trajectories] for group in groups],
                              dtype=torch.bool).reshape(correct.shape)
-    if config.truncated_counts_wrong:
-        correct = correct * ~truncated
+    correct = correct * ~counted_wrong_for_truncation(truncated, config.truncated_counts_wrong)
     lengths = torch.tensor([[len(t.response_ids) for t in group.trajectories] for group in groups],
                            dtype=torch.float32)
     repeated = torch.tensor([[t.finish_reason == FINISH_REPEAT for t in group.trajectories] for group in groups])

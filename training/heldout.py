@@ -7,6 +7,7 @@ from typing import Sequence
 
 from training.prompting import decode_response, prompt_ids
 from training.rewards import CorrectnessRewards
+from grading.judgement import counted_wrong_for_truncation
 from training.rollout.base import FINISH_LENGTH, RolloutRequest, SamplingSettings
 from training.types import PromptRecord
 
@@ -33,9 +34,8 @@ def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], sample
             correct = fresh([record for record, _ in pairs], responses)
     else:
         correct = correctness([record for record, _ in pairs], responses)
-    if truncated_counts_wrong:
-        correct = [score if completion.finish_reason != FINISH_LENGTH else 0.0
-                   for score, (_, completion) in zip(correct, pairs)]
+    correct = [0.0 if counted_wrong_for_truncation(completion.finish_reason == FINISH_LENGTH, truncated_counts_wrong)
+               else score for score, (_, completion) in zip(correct, pairs)]
     lengths = [len(completion.token_ids) for _, completion in pairs]
     return HeldOutResult(accuracy=sum(correct) / len(correct), mean_response_tokens=sum(lengths) / len(lengths),
                          samples=len(correct))

@@ -49,3 +49,17 @@ def test_long2short_rl_always_counts_cut_off_responses_wrong():
     config = long2short_rl_config(parse_config(Long2ShortRLConfig, {}), parent, "/models/parent")
     assert config.truncated_counts_wrong is True
     assert config.max_response_tokens == int(parent["max_response_tokens"] * 0.5)
+
+
+def test_the_one_truncation_rule_reads_bools_and_tensors_alike():
+    """grading.judgement.counted_wrong_for_truncation, which every scorer applies: wrong only when cut off and the
+    policy says so, elementwise on a tensor of many responses."""
+    import torch
+
+    from grading.judgement import counted_wrong_for_truncation
+
+    assert [counted_wrong_for_truncation(cut, policy) for cut in (False, True) for policy in (False, True)] == [
+        False, False, False, True]
+    cut = torch.tensor([[True, False], [False, True]])
+    assert torch.equal(counted_wrong_for_truncation(cut, True), cut)
+    assert not counted_wrong_for_truncation(cut, False).any()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from grading.judgement import counted_wrong_for_truncation
 from training.long2short.base import Long2ShortHooks, Long2ShortJob, Long2ShortStopped, parent_rewards, sampling_limit
 from training.rollout.base import EngineSettings
 from training.types import PromptRecord
@@ -107,7 +108,8 @@ def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
             truncated = completion.finish_reason == FINISH_LENGTH
             samples.append(JudgedSample(prompt_id=record.prompt_id, response=response,
                                         response_tokens=len(completion.token_ids),
-                                        correct=next(rewards) > 0.5 and not truncated, truncated=truncated,
+                                        correct=next(rewards) > 0.5  # long2short: a cut-off sample is never kept
+                                        and not counted_wrong_for_truncation(truncated, True), truncated=truncated,
                                         token_ids=tuple(completion.token_ids)))
         judged.append(samples)
     return judged

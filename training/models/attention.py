@@ -51,8 +51,8 @@ def _one_query_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     kv_heads, length = key.shape[1], key.shape[2]
     grouped = query.view(batch, kv_heads, heads // kv_heads, dim)
     scores = torch.matmul(grouped, key.transpose(-1, -2)) * (dim ** -0.5 if scaling is None else scaling)
-    if attention_mask is not None:  # (batch, 1, 1, length): True or 0.0 where a key may be attended
-        mask = attention_mask.reshape(batch, 1, 1, length)
+    if attention_mask is not None:  # (batch or 1, 1, 1, length): True or 0.0 where a key may be attended
+        mask = attention_mask.reshape(attention_mask.shape[0], 1, 1, length)
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
     weights = scores.softmax(dim=-1, dtype=torch.float32).to(value.dtype)
     output = torch.matmul(weights, value)  # (batch, kv_heads, group, dim)
