@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from grading.judgement import Judgement
+from grading.thinking import after_thinking
 
 PYTHON_LANGUAGES = ("", "python", "py", "python3")  # info strings of a block that is the program ("" untagged)
 # A fence line: up to 3 spaces, then 3 or more backticks; an opening fence's info string names the language.
@@ -133,8 +134,12 @@ def extract_code(response: str) -> str:
     """The last fenced block tagged python, py or python3 or untagged, else the response itself.
 
     Blocks in other languages (cpp, bash, text) and empty blocks (a stray fence at the end) are passed
-    over; the last block wins even when it is a usage example or sample output.
+    over; the last block wins even when it is a usage example or sample output. Only what follows a reasoning
+    model's thinking counts (grading.thinking).
     """
+    response = after_thinking(response)
+    if response is None:  # the thinking never closed: no program was given
+        return ""
     blocks = [block for block in fenced_blocks(response)
               if block.language in PYTHON_LANGUAGES and block.code.strip()]
     return blocks[-1].code if blocks else response

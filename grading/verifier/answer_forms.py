@@ -19,6 +19,8 @@ _SPACING = re.compile(r"(?<!\\)\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z
 _MATH_THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))")
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,|\\!| )\d{3})+(?![\d])(?!\.\d)")
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\!| ")
+# The root sign as typed ("2√5", "√(x+1)", "√{3}"): the number, letter or group after it is its argument.
+_UNICODE_ROOT = re.compile(r"\u221a\s*(?:(\d+(?:\.\d+)?|[a-zA-Z])|\(([^()]*)\)|\{([^{}]*)\})")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees?\b")
 # Words after a number that change its value or hedge it: never dropped as a unit.
 _NOT_UNITS = re.compile(r"\b(?:squared|cubed|square|cube|million|billion|trillion|thousand|hundred|factorial|"
@@ -63,17 +65,29 @@ def is_hedged(answer: str) -> bool:
     return spans > 1 or bool(_HEDGE.search(answer)) or "\\\\" in outside_matrices
 
 
+def _thousands_joined(match: re.Match, text: str) -> str:
+    """A number with thousands separators as one numeral ("10,080"), except one with commas that stands alone
+    between brackets, which is a pair or an interval ("(0,100)", "[1, 250]"), or whose first group is 0."""
+    number = match.group()
+    opened = text[:match.start()].rstrip(" -").endswith(("(", "["))
+    closed = text[match.end():].lstrip().startswith((")", "]"))
+    if "," in number and (number.startswith("0") or (opened and closed)):
+        return number
+    return _SEPARATOR.sub("", number)
+
+
 def clean(answer: str) -> str:
     """Delimiters, spacing, \\left/\\right, text wrappers of numbers, a final full stop and signs unified."""
     text = strip_math_delimiters(answer)
     text = text.replace("\u2212", "-").replace("\u221e", "\\infty").replace("\\dfrac", "\\frac")
+    text = _UNICODE_ROOT.sub(lambda match: f"\\sqrt{{{next(filter(None, match.groups()))}}}", text)
     text = text.replace("\\tfrac", "\\frac").replace("\\%", "%").replace("\\$", "$").replace("\\{", SET_OPEN)
     text = text.replace("\\}", SET_CLOSE).replace("\\lt", "<").replace("\\gt", ">").replace("\\ge", "\\geq")
     text = re.sub(r"\\geqq?", r"\\geq", text)
     text = re.sub(r"(?<![a-zA-Z\\])oo(?![a-zA-Z])", r"\\infty", _DEGREES.sub("", text))
     text = _MATH_THOUSANDS_SEPARATOR.sub("{,}", text)
     text = _SPACING.sub(" ", text).strip().rstrip(".").strip()
-    text = _THOUSANDS.sub(lambda match: _SEPARATOR.sub("", match.group()), text)
+    text = _THOUSANDS.sub(lambda match: _thousands_joined(match, text), text)
     text = _EMPTY_WRAPPER.sub("", _SCALED.sub(_scaled_value, re.sub(r"\s+", " ", text).strip()))
     return re.sub(r"\s+", " ", text).strip()
 

@@ -7,6 +7,8 @@ one, and several boxes are one answer when the verifier's fast path finds them e
 then "\\boxed{\\frac12}"). An answer line gives its first math span (more spans only when joined to it by
 "or", "and" or commas: "$n=1$ or $n=-2$"), or its words up to the end of the sentence or a reason
 ("6, since 2 * 3 = 6"); a unit may follow the answer.
+A reasoning model is graded on what it writes after its thinking (grading.thinking): boxes inside
+<think> ... </think> are drafts, and a response whose thinking never closes gave no answer.
 Hack-prone responses extract nothing: under both policies, boxes that differ in value ("\\boxed{1} or
 \\boxed{2}") and responses beyond MAX_RESPONSE_CHARACTERS (extraction must stay cheap); under flexible, a last
 answer line that guesses or takes its answer back ("Maybe the answer is $12\\pi$? That seems too small"),
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from grading.thinking import after_thinking
 from grading.verifier.delimiters import leading_math_span, math_spans, strip_math_delimiters
 
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -41,8 +44,10 @@ _UNIT = re.compile(r"[a-zA-Z]+(?:\s+[a-zA-Z]+){0,2}(?:\s*\^\s*\{?[23]\}?)?")
 # a factorial would be inside the maths).
 _ATTACHED_SIGN = re.compile(r"\\?%|°|\^\s*\{?\\circ\}?")
 # A remark in brackets after the answer ("$7$ (since 3 + 4 = 7)", "$6$ (option C)"): left out, unless it hedges.
-_REMARK = re.compile(r"\s*\((?P<remark>[^()]*)\)\s*$")
-_MINERVA_CLOSE = re.compile(r"\s*I hope it is correct\W*$", re.IGNORECASE)
+# (Both anchored at the start of a run of spaces: unanchored, a long run of spaces was rescanned from every position,
+# 58 s for a response ending in 100,000 spaces and a unit.)
+_REMARK = re.compile(r"(?<!\s)\s*\((?P<remark>[^()]*)\)\s*$")
+_MINERVA_CLOSE = re.compile(r"(?<!\s)\s*I hope it is correct\W*$", re.IGNORECASE)
 _NOT_A_UNIT = re.compile(r"\b(?:is|are|was|were|be|it|that|this|too|and|or|then|not)\b", re.IGNORECASE)
 # Between math answers that form one list: ", " ", and " " or " " and ".
 _JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)", re.IGNORECASE)
@@ -157,8 +162,9 @@ def check_policy(policy: str) -> str:
 
 
 def _expression_line(response: str) -> str | None:
-    """The last non-empty line when it is only an expression ("$9$", "x = 5", "\\frac{1}{2}.", "\\text{Monday}")."""
-    lines = [line.strip() for line in response.splitlines() if line.strip()]
+    """The last non-empty line when it is only an expression ("$9$", "x = 5", "\\frac{1}{2}.", "\\text{Monday}");
+    a display block that closes the response ("\\[", "\\frac{14}{3}", "\\]" on lines of their own) is one line."""
+    lines = _display_block_joined([line.strip() for line in response.splitlines() if line.strip()])
     if not lines or len(lines[-1]) > _MAX_EXPRESSION_LINE:
         return None
     if math_spans(lines[-1]) > 1:
@@ -171,6 +177,19 @@ def _expression_line(response: str) -> str | None:
     if _DANGLING_OPERATOR.search(answer) or _is_computation(answer):
         return None
     return answer
+
+
+def _display_block_joined(lines: list[str]) -> list[str]:
+    """The lines with a final display block whose delimiters stand on lines of their own joined into one line."""
+    closer = {"\\]": "\\[", "$$": "$$"}.get(lines[-1]) if lines else None
+    if closer is None:
+        return lines
+    for start in range(len(lines) - 2, -1, -1):
+        line = lines[start]
+        if line.endswith(closer) and line.count("$$") % 2 == (closer == "$$"):  # opens here, after any words
+            words = line[:-len(closer)].strip()
+            return lines[:start] + ([words] if words else []) + [" ".join([closer, *lines[start + 1:]])]
+    return lines
 
 
 def _is_computation(text: str) -> bool:
@@ -252,13 +271,26 @@ def _doubted_after(rest: str, answer_end: int) -> bool:
         return bool(_DOUBT.search(rest[answer_end:]))
     later = rest[sentence_end.end():]
     return sentence_end.group() == "?" or bool(_DOUBT.search(rest[answer_end:sentence_end.start()])
-                                                  or _DOUBT.search(later) or re.search(r"\bno\b", later, re.I))
+                                                  or _later_doubt(later) or re.search(r"\bno\b", later, re.I))
+
+
+def _later_doubt(text: str) -> bool:
+    """Whether a sentence after the answer's doubts it; a courtesy whose only such word is "if", with no number or
+    maths ("Let me know if you have any questions!"), does not."""
+    for sentence in re.split(r"(?<=[.;?!])\s+", text):
+        words = {match.group().lower() for match in _DOUBT.finditer(sentence)}
+        if words and (words != {"if"} or re.search(r"[\d$\\=]", sentence)):
+            return True
+    return False
 
 
 def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
     """The final answer of a response under the policy (see the module docstring), or None."""
     check_policy(policy)
     if len(response) > MAX_RESPONSE_CHARACTERS:
+        return None
+    response = after_thinking(response)
+    if response is None:
         return None
     boxes = _answer_boxes(response)
     if boxes:

@@ -158,3 +158,13 @@ def test_a_fence_written_after_prose_or_glued_to_the_last_code_line_is_a_fence()
 
     assert extract_code("Here is the code: ```python\nprint(1)\n```\nDone.") == "print(1)\n"
     assert extract_code("```python\nprint(1)```\nThat's it.") == "print(1)\n"
+
+
+def test_only_the_program_after_the_thinking_counts():
+    """A draft in <think> ... </think> is not the answer; a response whose thinking never closed gave no program."""
+    from grading.programs import extract_code
+
+    draft, final = "```python\nprint(1)\n```", "```python\nprint(2)\n```"
+    assert extract_code(f"<think>\n{draft}\n</think>\nHere it is:\n{final}") == "print(2)\n"
+    assert extract_code(f"{draft}\n</think>\nNo code, sorry.") == "\nNo code, sorry."  # the template opened <think>
+    assert extract_code(f"<think>\nlet me try\n{draft}") == ""

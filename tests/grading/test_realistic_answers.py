@@ -150,7 +150,6 @@ def test_boxes_that_hold_one_value_are_one_answer(verifier, response, reference)
 @pytest.mark.parametrize("response", [
     "It is \\boxed{1} or \\boxed{2}.",
     "Thus $P = \\boxed{0.5}$.\n\n**Final Answer**\n$\\boxed{\\frac{1}{3}}$",
-    "So the answer is \\boxed{25}.\n</think>\n\nThe answer is $\\boxed{026}$.",
     "\\boxed{\\boxed{5}} \\boxed{7}",
     "First, $a = \\boxed{3}$ and $b=\\boxed{11}$, so $a+b = \\boxed{14}$.",  # intermediate boxes: a hedge
     "The problem asks me to put the final answer in \\boxed{}.",  # an empty box only
@@ -158,6 +157,17 @@ def test_boxes_that_hold_one_value_are_one_answer(verifier, response, reference)
 def test_boxes_that_differ_in_value_still_extract_nothing(response):
     assert extract_answer(response) is None
     assert extract_answer(response, "boxed") is None
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("So the answer is \\boxed{25}.\n</think>\n\nThe answer is $\\boxed{026}$.", "26", True),  # a draft, an answer
+    ("So the answer is \\boxed{25}.\n</think>\n\nThe answer is $\\boxed{026}$.", "25", False),
+    ("<think>\nSo it is \\boxed{112}. Wait, I made an error.\n</think>\n\n**Answer:** $\\boxed{113}$", "113", True),
+    ("<think>\nSo it is \\boxed{7}.\n</think>\nThe answer is 5.", "7", False),  # only what follows the thinking counts
+    ("<think>\nLet me think. The answer is \\boxed{7}", "7", False),  # thinking never closed: no answer given
+])
+def test_a_reasoning_model_is_graded_on_what_follows_its_thinking(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
 
 
 def test_a_wrong_value_boxed_twice_stays_wrong(verifier):
@@ -273,3 +283,46 @@ def test_an_answer_line_keeps_its_answer_beside_signs_remarks_and_checks(verifie
 @pytest.mark.parametrize("response", ["The answer is $5$ (or maybe $8$).", "The answer is 5. No, 7."])
 def test_a_remark_or_a_later_sentence_that_takes_the_answer_back_still_extracts_nothing(response):
     assert extract_answer(response) is None
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("\\boxed{(0,100)}", "(0, 100)", True),  # a pair, not the numeral 0100
+    ("\\boxed{(-1,250)}", "(-1, 250)", True),
+    ("\\boxed{100}", "[0,100]", False),
+    ("\\boxed{1250}", "(1,250)", False),
+    ("\\boxed{(10,000, 20,000)}", "(10000, 20000)", True),  # thousands separators inside a pair still join
+    ("\\boxed{10,080}", "10080", True),
+])
+def test_commas_inside_brackets_separate_coordinates_not_thousands(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("\\boxed{2\u221a5}", "2\\sqrt{5}", True),
+    ("The answer is \u221a51.", "\\sqrt{51}", True),
+    ("\\boxed{-\u221a3}", "-\\sqrt{3}", True),
+    ("\\boxed{\u221a(x+1)}", "\\sqrt{x+1}", True),
+    ("\\boxed{2\u221a6}", "2\\sqrt{5}", False),
+])
+def test_the_typed_root_sign_is_a_square_root(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
+
+
+@pytest.mark.parametrize("response, expected", [
+    ("The final answer is 12. Let me know if you have any questions!", "12"),
+    ("**Answer:** 12. If you need more detail, just ask.", "12"),
+    ("The answer is 5. It holds if x > 0.", None),  # a condition with maths still doubts it
+    ("The answer is 5. But if n = 2 it is 7.", None),
+    ("Thus, the value is\n\\[\n\\frac{14}{3}\n\\]", "\\frac{14}{3}"),  # a display block on lines of its own
+    ("So we get \\[\n\\frac{14}{3}\n\\]", "\\frac{14}{3}"),
+    ("$$\n42\n$$", "42"),
+])
+def test_courtesies_after_the_answer_and_display_blocks(response, expected):
+    assert extract_answer(response) == expected
+
+
+def test_a_long_run_of_spaces_before_a_unit_or_a_remark():
+    """A degenerate response ("$5$", 100,000 spaces, "cm") took 58 s when two patterns rescanned the run of
+    spaces from every position (extraction runs in the caller's process with no time limit); now milliseconds."""
+    assert extract_answer("The answer is $5$" + " " * 100_000 + "cm") == "5\\text{ cm}"
+    assert extract_answer("The answer is $5$" + " " * 100_000 + "(since 2 + 3 = 5)") == "5"
