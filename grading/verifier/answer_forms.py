@@ -19,6 +19,7 @@ _SPACING = re.compile(r"(?<!\\)\\[!,;: ]|\\q?quad(?![a-zA-Z])|~|\\left(?![a-zA-Z
 _MATH_THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))")
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,|\\!| )\d{3})+(?![\d])(?!\.\d)")
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\!| ")
+_REAL_LINE = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|\u211d")  # an answer that is the real line: (-oo, oo)
 # The root sign as typed ("2√5", "√(x+1)", "√{3}"): the number, letter or group after it is its argument.
 _UNICODE_ROOT = re.compile(r"\u221a\s*(?:(\d+(?:\.\d+)?|[a-zA-Z])|\(([^()]*)\)|\{([^{}]*)\})")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees?\b")
@@ -89,7 +90,8 @@ def clean(answer: str) -> str:
     text = _SPACING.sub(" ", text).strip().rstrip(".").strip()
     text = _THOUSANDS.sub(lambda match: _thousands_joined(match, text), text)
     text = _EMPTY_WRAPPER.sub("", _SCALED.sub(_scaled_value, re.sub(r"\s+", " ", text).strip()))
-    return re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+", " ", text).strip()
+    return "(-\\infty,\\infty)" if _REAL_LINE.fullmatch(text) else text
 
 
 def _scaled_value(match: re.Match) -> str:

@@ -326,3 +326,9 @@ def test_a_long_run_of_spaces_before_a_unit_or_a_remark():
     spaces from every position (extraction runs in the caller's process with no time limit); now milliseconds."""
     assert extract_answer("The answer is $5$" + " " * 100_000 + "cm") == "5\\text{ cm}"
     assert extract_answer("The answer is $5$" + " " * 100_000 + "(since 2 + 3 = 5)") == "5"
+
+
+@pytest.mark.parametrize("response, correct", [("$\\boxed{\\mathbb{R}}$", True), ("The answer is \u211d.", True),
+                                               ("$\\boxed{\\mathbb{R}^+}$", False)])
+def test_the_real_line_written_as_a_set(verifier, response, correct):
+    assert_graded(verifier, response, "(-\\infty,\\infty)", correct)
