@@ -51,6 +51,9 @@ _MINERVA_CLOSE = re.compile(r"(?<!\s)\s*I hope it is correct\W*$", re.IGNORECASE
 _NOT_A_UNIT = re.compile(r"\b(?:is|are|was|were|be|it|that|this|too|and|or|then|not)\b", re.IGNORECASE)
 # Between math answers that form one list: ", " ", and " " or " " and ".
 _JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)", re.IGNORECASE)
+# Between two boxes of one list: "$ and $", ", ", "\\) or \\(x = ".
+_BOX_JOINER = re.compile(r"\s*(?:\$|\\\))?\s*(?:,\s*(?:and|or)?|and|or)\s*(?:\$|\\\()?\s*(?:[a-zA-Z]\s*=\s*)?",
+                         re.IGNORECASE)
 _MAX_BOX_FORMS = 8  # differently written boxes compared by value; more are a hedge (and bound the work)
 # A last line counts as an expression when, outside LaTeX commands and \\text{}, no word of three letters is left
 # and it does not open a sentence with a two-letter word ("So", the cut-off line of a truncated response).
@@ -129,6 +132,18 @@ def _single_boxed(text: str, final: str) -> str | None:
     if len(forms) > _MAX_BOX_FORMS or not all(_same_value(form, final) for form in forms.values()):
         return None
     return final
+
+
+def _joined_boxes(text: str) -> str | None:
+    """'The roots are $\\boxed{1}$ and $\\boxed{-2}$' -> '1, -2': every box of the response, in one run joined by
+    commas, "and" or "or" (each may restate its variable: '$x = \\boxed{1}$ or $x = \\boxed{-2}$'), is one list,
+    which never equals a single reference; None otherwise (boxes apart from each other are drafts or a hedge)."""
+    text = _CODE.sub(" ", text)
+    boxes = _boxes(text, inside_text_too=True)
+    if len(boxes) < 2 or not all(_BOX_JOINER.fullmatch(text, closing + 1, start)
+                                 for (_, _, closing), (start, _, _) in zip(boxes, boxes[1:])):
+        return None
+    return ", ".join(text[opening + 1:closing].strip() for _, opening, closing in boxes)
 
 
 def _same_value(answer: str, other: str) -> bool:
@@ -294,7 +309,7 @@ def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
         return None
     boxes = _answer_boxes(response)
     if boxes:
-        answer = _single_boxed(response, boxes[-1])
+        answer = _single_boxed(response, boxes[-1]) or _joined_boxes(response)
         return answer if answer and math_spans(answer) <= 1 else None
     if policy == BOXED:
         return None

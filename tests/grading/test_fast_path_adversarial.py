@@ -213,8 +213,13 @@ def test_an_answer_line_with_two_candidates_is_not_graded_correct(response, refe
     assert not is_equivalent(extract_answer(response), reference)
 
 
+@pytest.mark.parametrize("reference", ["1", "2"])
+def test_two_boxed_candidates_joined_by_or_are_a_list_equal_to_neither(reference):
+    assert not is_equivalent(extract_answer("\\boxed{1} or \\boxed{2}"), reference)
+
+
 @pytest.mark.parametrize("response", [
-    "\\boxed{1} or \\boxed{2}", "Final answer: \\boxed{5} \\fbox{7}", "\\boxed{\\boxed{5}} \\boxed{7}",
+    "Final answer: \\boxed{5} \\fbox{7}", "\\boxed{\\boxed{5}} \\boxed{7}",
     "\\boxed{5 \\text{ or } \\boxed{7}}", "\\boxed{5}\n\\mbox{\\boxed{7}}", "\\boxed{5} \\boxed {7}",
 ])
 def test_disagreeing_boxes_extract_nothing(response):

@@ -148,7 +148,6 @@ def test_boxes_that_hold_one_value_are_one_answer(verifier, response, reference)
 
 
 @pytest.mark.parametrize("response", [
-    "It is \\boxed{1} or \\boxed{2}.",
     "Thus $P = \\boxed{0.5}$.\n\n**Final Answer**\n$\\boxed{\\frac{1}{3}}$",
     "\\boxed{\\boxed{5}} \\boxed{7}",
     "First, $a = \\boxed{3}$ and $b=\\boxed{11}$, so $a+b = \\boxed{14}$.",  # intermediate boxes: a hedge
@@ -332,3 +331,16 @@ def test_a_long_run_of_spaces_before_a_unit_or_a_remark():
                                                ("$\\boxed{\\mathbb{R}^+}$", False)])
 def test_the_real_line_written_as_a_set(verifier, response, correct):
     assert_graded(verifier, response, "(-\\infty,\\infty)", correct)
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("The solutions are $\\boxed{1}$ and $\\boxed{-2}$.", "1,-2", True),
+    ("So $x = \\boxed{1}$ or $x = \\boxed{-2}$.", "-2, 1", True),
+    ("The roots are \\(\\boxed{-2}\\) and \\(\\boxed{1}\\).", "1,-2", True),
+    ("The primes are $\\boxed{3}$, $\\boxed{5}$, and $\\boxed{7}$.", "3, 5, 7", True),
+    ("The primes are $\\boxed{3}$, $\\boxed{5}$, and $\\boxed{7}$.", "3, 5", False),
+    ("It is \\boxed{1} or \\boxed{2}.", "1", False),  # two candidates for one answer: a list, never equal to it
+    ("It is \\boxed{1} or \\boxed{2}.", "2", False),
+])
+def test_boxes_joined_in_one_run_are_one_list(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
