@@ -125,8 +125,9 @@ def roll_out_iteration(engine, buffer: ReplayBuffer, draw: DrawGroups, share: in
     result.finished.sort(key=lambda group: group.age)
     buffer.park(result.finished[share:] + waiting)  # surplus finished groups wait for the next iteration
     result.finished = result.finished[:share]
-    result.tokens_carried_over = sum(carried_tokens.get(id(t), 0) for group in result.finished
-                                     for t in group.trajectories)
+    # a repeat cut can end a response inside the tokens it carried over: only those kept count
+    result.tokens_carried_over = sum(min(carried_tokens.get(id(t), 0), len(t.response_ids))
+                                     for group in result.finished for t in group.trajectories)
     return result
 
 

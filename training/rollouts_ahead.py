@@ -87,8 +87,8 @@ class RolloutsAhead:
             self._made = self._iteration = None
             return
         self._iteration = int(state["iteration"])
-        self._made = IterationRollouts(finished=groups_from_state(state["finished"]),
-                                       **{name: int(state[name]) for name in COUNTERS})
+        self._made = IterationRollouts(finished=groups_from_state(state["finished"]),  # a counter newer than
+                                       **{name: int(state.get(name, 0)) for name in COUNTERS})  # the checkpoint: 0
 
     def close(self) -> None:
         """Stop the thread. Rollouts still in the making (the run is failing or stopping: a checkpoint waits for

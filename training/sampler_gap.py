@@ -1,7 +1,8 @@
 """How far the trainer's distribution is from the one the tokens were sampled from, per iteration.
 
 For a token the sampler drew with log-prob s, the trainer's starting policy pi_i gives it t. The k3
-estimator exp(t - s) - (t - s) - 1 averages to KL(sampler || pi_i) over the sampler's tokens:
+estimator exp(t - s) - (t - s) - 1 averages to KL(sampler || pi_i) over the sampler's tokens that the update
+trains on (the loss mask: segments left out by exclude_segments_older_than do not count):
 - `sampler_kl`: over tokens sampled by pi_i itself (lag 0). Only numerics separate the two there (the
   engine's dtype and kernels against the trainer's), so it should be near 0: in float32 on a CPU it is
   below 1e-6; a 16-bit engine beside a float32 trainer shows its rounding here. With top_p < 1 it
@@ -34,6 +35,7 @@ def sampler_gap_sums(batch: PolicyBatch | None, trainer_tokens: Tensor | None) -
         return sums
     trainer_tokens, sampler_tokens = trainer_tokens.double().cpu(), batch.sampler_logprobs.double()
     known = torch.isfinite(sampler_tokens) & torch.isfinite(trainer_tokens)  # NaN: the engine gave none
+    known &= batch.loss_mask.bool()
     terms = k3_terms(torch.where(known, trainer_tokens - sampler_tokens, torch.zeros_like(trainer_tokens)))
     for name, tokens in zip(NAMES, (known & (batch.token_lag == 0), known & (batch.token_lag > 0))):
         sums[f"{name}_sum"] = float(terms[tokens].sum())

@@ -9,8 +9,10 @@ then "\\boxed{\\frac12}"). An answer line gives its first math span (more spans 
 ("6, since 2 * 3 = 6"); a unit may follow the answer.
 A reasoning model is graded on what it writes after its thinking (grading.thinking): boxes inside
 <think> ... </think> are drafts, and a response whose thinking never closes gave no answer.
-Hack-prone responses extract nothing: under both policies, boxes that differ in value ("\\boxed{1} or
-\\boxed{2}") and responses beyond MAX_RESPONSE_CHARACTERS (extraction must stay cheap); under flexible, a last
+Boxes in one run joined by commas, "and" or "or" ("$\\boxed{1}$ and $\\boxed{-2}$") are one list, never equal to
+a single reference. Hack-prone responses extract nothing: under both policies, boxes that differ in value and
+stand apart ("\\boxed{0.5}. ... Final: \\boxed{\\frac13}") and responses beyond MAX_RESPONSE_CHARACTERS
+(extraction must stay cheap); under flexible, a last
 answer line that guesses or takes its answer back ("Maybe the answer is $12\\pi$? That seems too small"),
 which leaves only a final expression line.
 """

@@ -219,3 +219,11 @@ def test_closing_gives_up_the_rollouts_in_the_making_at_their_next_round():
     engine.released.release()  # round 0 ends; no round 1 starts
     closing.join(timeout=10)
     assert not closing.is_alive() and engine.calls == 1
+
+
+def test_rollouts_made_ahead_resume_from_a_checkpoint_older_than_a_counter():
+    """A checkpoint saved before `stale_groups_dropped` existed resumes, the missing counter 0."""
+    ahead = RolloutsAhead()
+    ahead.load_state_dict({"iteration": 5, "finished": [], "tokens_generated": 100, "tokens_saved_by_repeat_stop": 0,
+                           "rounds": 1, "groups_completed_over_budget": 0, "tokens_carried_over": 0})
+    assert ahead.state_dict()["tokens_generated"] == 100 and ahead.state_dict()["stale_groups_dropped"] == 0

@@ -128,3 +128,39 @@ def test_policy_version_metrics_count_the_tokens_the_loss_trains_on():
     assert (everything["old_policy_token_share"], everything["policy_version_span"]) == (0.75, 2.0)
     assert (recent["old_policy_token_share"], recent["policy_version_span"]) == (0.5, 1.0)
     assert (on_policy["old_policy_token_share"], on_policy["policy_version_span"]) == (0.0, 0.0)
+
+
+class RepeatingEngine:
+    """Every response: 5 distinct tokens, then token 7 forever (a repeat that starts in its first segment)."""
+
+    def generate(self, requests, settings):
+        from training.rollout.base import Completion, request_limit
+
+        completions = []
+        for request in requests:
+            done = len(request.prompt_ids) - 3  # the prompt is 3 tokens; continued rows carry their response
+            limit = request_limit(request, settings)
+            tokens = ([10, 11, 12, 13, 14] + [7] * 100)[done:done + limit]
+            completions.append([Completion(tuple(tokens), (0.0,) * limit, FINISH_LENGTH)
+                                for _ in request.sample_seeds])
+        return completions
+
+
+def test_tokens_reused_counts_only_carried_tokens_a_repeat_cut_kept():
+    """A parked 20-token response (5 tokens and 15 sevens, not yet a repeat) continues; the repeat found then
+    cuts it back to 9 tokens (5 and 4 sevens), all from the first round: 9 reused, not 20."""
+    from training.collect import StreamKey
+    from training.iteration_rollouts import roll_out_iteration
+    from training.trajectories import Group, Trajectory
+
+    settings, limits = SamplingSettings(60, stop_repeats=RepeatLimits()), RolloutLimits(60, 20, 1)
+    group = Group(problem_index=0, started_iteration=1, draw_position=0,
+                  trajectories=[Trajectory(prompt_ids=(1, 2, 3))])
+    buffer = ReplayBuffer()
+    buffer.park(collect_rollouts(RepeatingEngine(), [group], settings, limits, 1, StreamKey(0, 1)).unfinished)
+    assert [len(parked.trajectories[0].response_ids) for parked in buffer.groups] == [20]
+    result = roll_out_iteration(RepeatingEngine(), buffer, lambda count, first: [], share=1, parked_limit=4,
+                                settings=settings, limits=limits, streams=StreamKey(0, 2))
+    trained = result.finished[0].trajectories[0]
+    assert (len(trained.response_ids), trained.finish_reason) == (9, FINISH_REPEAT)
+    assert result.tokens_carried_over == 9

@@ -43,6 +43,19 @@ def test_the_gaps_are_k3_means_split_by_the_policy_that_sampled_each_token():
     assert sampler_gap_metrics(sampler_gap_sums(None, None)) == {}  # no tokens: no metric, not a 0
 
 
+def test_segments_left_out_of_the_loss_are_left_out_of_the_gaps():
+    """exclude_segments_older_than 0 at iteration 3: the older segment (lag 1) trains on nothing, so the stale
+    gap has no tokens (it was counted before, unlike old_policy_token_share)."""
+    mixed = Trajectory(prompt_ids=(1, 2), finish_reason="stop")
+    mixed.extend([7], 2, [-0.5])
+    mixed.extend([8], 3, [-1.5])
+    batch = build_policy_batch([Group(0, 2, [mixed])], pad_id=0, iteration=3, exclude_segments_older_than=0)
+    assert batch.loss_mask.tolist() == [[0, 0, 1]]
+    trainer = torch.tensor([[0.0, -0.2, -1.5]])
+    sums = sampler_gap_sums(batch, trainer)
+    assert (sums["sampler_kl_tokens"], sums["stale_sampler_kl_tokens"]) == (1, 0)
+
+
 def test_the_sampler_log_probs_move_with_their_rows_when_the_trainer_reorders_groups():
     short, long_ = Trajectory(prompt_ids=(1,), finish_reason="stop"), Trajectory(prompt_ids=(1,), finish_reason="stop")
     short.extend([5], 2, [-0.5])

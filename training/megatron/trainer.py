@@ -7,7 +7,6 @@ Hugging Face copy on the CPU, refreshed after every update, for checkpoints and 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from functools import partial
 
@@ -232,8 +231,7 @@ class MegatronTrainer:
                 log_ratio = (tokens - ref_tokens)[mask]
                 totals = {"kl_sum": float(k3_terms(log_ratio).sum()), "kl_tokens": float(mask.sum())}
         totals = self._sum_over_replicas(totals)
-        value = totals["kl_sum"] / max(totals["kl_tokens"], 1.0)
-        return 0.0 if math.isnan(value) else value
+        return totals["kl_sum"] / max(totals["kl_tokens"], 1.0)  # NaN after a diverged update, shown as such
 
     def _sum_over_replicas(self, values: dict[str, float], every_rank: bool = False) -> dict[str, float]:
         """Each value summed over data-parallel replicas, on every rank.

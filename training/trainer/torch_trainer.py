@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 
 import torch
 import torch.nn.functional as F
@@ -191,8 +190,8 @@ class TorchTrainer:
         """KL estimate of the updated policy from pi_i over the batch's loss tokens, and how many tokens."""
         _, tokens = self.all_logprobs(batch)
         mask = batch.loss_mask.to(self.device)
-        value = token_kl(tokens, ref_tokens, mask)
-        return (0.0 if math.isnan(value) else value), int(mask.sum())
+        value, count = token_kl(tokens, ref_tokens, mask), int(mask.sum())
+        return (0.0 if count == 0 else value), count  # a NaN over real tokens (a diverged update) shows
 
 
 def default_device() -> torch.device:
