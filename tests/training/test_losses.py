@@ -273,3 +273,24 @@ def test_a_step_s_loss_and_gradient_do_not_depend_on_the_micro_batch_size(tiny_m
     for metrics in results[1:]:
         assert metrics["loss"] == pytest.approx(results[0]["loss"], rel=1e-5)
         assert metrics["grad_norm"] == pytest.approx(results[0]["grad_norm"], rel=1e-4)
+
+
+def test_a_step_whose_gradient_is_not_finite_stops_the_update_with_the_weights_untouched(tiny_model_dir):
+    """A NaN reward makes the loss and the gradient NaN: the trainer raises UpdateDiverged naming the step and the
+    knob, and takes no step (an AdamW step would write NaN into every weight the checkpoint then saves)."""
+    from common.knobs import parse_config
+    from training.batch import build_policy_batch
+    from training.config import RLConfig
+    from training.models.loading import load_model
+    from training.trainer.torch_trainer import TorchTrainer, UpdateDiverged
+    from training.trajectories import Group, Trajectory
+
+    group = Group(0, 1, [Trajectory(prompt_ids=(1, 2, 3)) for _ in range(2)])
+    for trajectory in group.trajectories:
+        trajectory.extend([5, 6, 7], 1)
+        trajectory.finish_reason = "stop"
+    trainer = TorchTrainer(load_model(str(tiny_model_dir)), parse_config(RLConfig, {}), torch.device("cpu"))
+    before = {name: parameter.detach().clone() for name, parameter in trainer.model.named_parameters()}
+    with pytest.raises(UpdateDiverged, match=r"gradient step 1 of the update: loss nan.*learning_rate"):
+        trainer.update(build_policy_batch([group], 0, 1, None), torch.tensor([[float("nan"), 1.0]]))
+    assert all(torch.equal(parameter, before[name]) for name, parameter in trainer.model.named_parameters())

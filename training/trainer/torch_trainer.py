@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,11 @@ from training.trainer.logprobs import token_logprobs
 from training.trainer.packing import packed_token_logprobs, packing_supported
 
 logger = logging.getLogger(__name__)
+
+
+class UpdateDiverged(RuntimeError):
+    """A gradient step's loss or gradient norm is not finite: the step is not taken, and the run stops with the
+    weights of its last good step (its last checkpoint resumes it)."""
 
 
 class TorchTrainer:
@@ -114,6 +120,11 @@ class TorchTrainer:
             if recorded:
                 reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
+            if not math.isfinite(grad_norms[-1]) or not math.isfinite(losses[-1]):
+                raise UpdateDiverged(
+                    f"gradient step {len(grad_norms)} of the update: loss {losses[-1]}, gradient norm {grad_norms[-1]} "
+                    f"(not finite); the step was not taken. Lower learning_rate (now {config.learning_rate}) or "
+                    f"check the rewards for NaN; the last checkpoint resumes the run")
             optimizer.step()
         kl, kl_tokens = self.kl_to_reference(batch, reference[1]) if batch else (0.0, 0)
         gap = sampler_gap_sums(batch, reference[1] if batch else None)
