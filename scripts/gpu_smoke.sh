@@ -71,11 +71,12 @@ test_files=(tests/training/test_megatron_*.py tests/training/test_hybrid_*.py te
 
 status=0
 # A test stage stopped at its time limit gets SIGINT: pytest then reports and writes the JUnit XML of the tests it
-# finished (a stop is no failure; a failed test is).
+# finished (a stop is no failure; a failed test is); one still running 30 s later (a thread or a call that does
+# not return) is killed.
 run_tests() {  # run_tests NAME PYTEST-ARGUMENTS...
   local name=$1 code=0
   shift
-  timeout -s INT "$tests_seconds" "$python" -m pytest "$@" -q -rs -p no:cacheprovider --junitxml "$out/$name.xml" \
+  timeout -s INT -k 30 "$tests_seconds" "$python" -m pytest "$@" -q -rs -p no:cacheprovider --junitxml "$out/$name.xml" \
     2>&1 | tee "$out/$name.log" || code=$?
   if [ "$code" = 124 ]; then echo "gpu_smoke: $name stopped at its ${tests_seconds}-second limit"
   elif [ "$code" != 0 ]; then status=1; fi

@@ -280,7 +280,7 @@ def run_quick_smoke(tmp_path, pytest_exit: int = 0) -> tuple[subprocess.Complete
     python = f'echo "$*" >> {calls}; case "$1 $2" in "-m pytest") exit {pytest_exit};; esac'
     for name, body in (("nvidia-smi", "echo 'GPU 0: Fake (UUID: GPU-0)'"),
                        ("python", python),
-                       ("timeout", f'if [ "$1" = -s ]; then echo "timeout -s $2 $3" >> {calls}; shift 3; '
+                       ("timeout", f'if [ "$1" = -s ]; then echo "timeout -s $2 $3 $4 $5" >> {calls}; shift 5; '
                                    f'else echo "timeout $1" >> {calls}; shift; fi; exec "$@"')):
         (tmp_path / name).write_text(f"#!/bin/sh\n{body}\n")
         (tmp_path / name).chmod(0o755)
@@ -304,7 +304,7 @@ def test_gpu_smoke_quick_runs_each_stage_under_its_time_limit(tmp_path):
     assert runs[2:4] == ["benchmarks/hybrid_switch.py --release restart", "benchmarks/hybrid_switch.py --release sleep"]
     assert runs[4].startswith("benchmarks/torch_engine_throughput.py --variants lean-compiled,lean-compiled-stock ")
     assert runs[5] == "benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b --iterations 2"
-    assert limits == ["timeout -s INT 120"] * 2 + [f"timeout {seconds}" for seconds in (150, 150, 200, 150)]
+    assert limits == ["timeout -s INT -k 30 120"] * 2 + [f"timeout {seconds}" for seconds in (150, 150, 200, 150)]
 
 
 def test_gpu_smoke_counts_a_test_stage_stopped_at_its_limit_as_no_failure(tmp_path):

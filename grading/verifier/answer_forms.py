@@ -21,7 +21,7 @@ _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,|\\!| )\d{3})+(?![\d
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\!| ")
 _REAL_LINE = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|\u211d")  # an answer that is the real line: (-oo, oo)
 # The root sign as typed ("2√5", "√(x+1)", "√{3}"): the number, letter or group after it is its argument.
-_UNICODE_ROOT = re.compile(r"\u221a\s*(?:(\d+(?:\.\d+)?|[a-zA-Z])|\(([^()]*)\)|\{([^{}]*)\})")
+_UNICODE_ROOT = re.compile(r"\u221a\s*(?:(\d+(?:\.\d+)?|[a-zA-Z])|\(([^()]+)\)|\{([^{}]+)\})")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\bdegrees?\b")
 # Words after a number that change its value or hedge it: never dropped as a unit.
 _NOT_UNITS = re.compile(r"\b(?:squared|cubed|square|cube|million|billion|trillion|thousand|hundred|factorial|"

@@ -56,6 +56,7 @@ _JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)
 # Between two boxes of one list: "$ and $", ", ", "\\) or \\(x = ".
 _BOX_JOINER = re.compile(r"\s*(?:\$|\\\))?\s*(?:,\s*(?:and|or)?|and|or)\s*(?:\$|\\\()?\s*(?:[a-zA-Z]\s*=\s*)?",
                          re.IGNORECASE)
+_MAX_BOX_GAP = 40  # characters between two boxes of one list (the joiner's pattern backtracks on long runs)
 _MAX_BOX_FORMS = 8  # differently written boxes compared by value; more are a hedge (and bound the work)
 # A last line counts as an expression when, outside LaTeX commands and \\text{}, no word of three letters is left
 # and it does not open a sentence with a two-letter word ("So", the cut-off line of a truncated response).
@@ -142,8 +143,9 @@ def _joined_boxes(text: str) -> str | None:
     which never equals a single reference; None otherwise (boxes apart from each other are drafts or a hedge)."""
     text = _CODE.sub(" ", text)
     boxes = _boxes(text, inside_text_too=True)
-    if len(boxes) < 2 or not all(_BOX_JOINER.fullmatch(text, closing + 1, start)
-                                 for (_, _, closing), (start, _, _) in zip(boxes, boxes[1:])):
+    gaps = [(closing + 1, start) for (_, _, closing), (start, _, _) in zip(boxes, boxes[1:])]
+    if len(boxes) < 2 or not all(end - begin <= _MAX_BOX_GAP and _BOX_JOINER.fullmatch(text, begin, end)
+                                 for begin, end in gaps):
         return None
     return ", ".join(text[opening + 1:closing].strip() for _, opening, closing in boxes)
 

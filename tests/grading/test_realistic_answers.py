@@ -344,3 +344,10 @@ def test_the_real_line_written_as_a_set(verifier, response, correct):
 ])
 def test_boxes_joined_in_one_run_are_one_list(verifier, response, reference, correct):
     assert_graded(verifier, response, reference, correct)
+
+
+def test_degenerate_root_signs_and_box_gaps_do_not_crash_or_stall(verifier):
+    """An empty root sign crashed the fast path (StopIteration in the caller's process); a long run of spaces
+    between two boxes made the list joiner backtrack (seconds at 800 spaces, growing cubically)."""
+    assert verifier.check("So the answer is $\\boxed{2\u221a()}$", "5").correct is False  # raised StopIteration
+    assert extract_answer("\\boxed{1}," + " " * 5_000 + "q\\boxed{2}") is None

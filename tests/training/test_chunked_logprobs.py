@@ -124,3 +124,22 @@ def test_under_bfloat16_autocast_the_chunks_match_the_full_logits():
         results.append((values.detach(), hidden.grad.clone(), weight.grad.clone()))
     for expected, got in zip(results[0], results[1]):
         assert got.dtype == torch.float32 and torch.allclose(got, expected, atol=2e-2, rtol=2e-2)
+
+
+def test_a_soft_capped_head_scores_through_its_logits_even_when_the_probe_would_pass(model):
+    """A fresh model's logits are small, where soft-capping is nearly the identity: the config decides."""
+    capped = copy.deepcopy(model)
+    capped.config.final_logit_softcapping = 30.0
+    assert not chunking_supported(capped)
+    assert chunking_supported(copy.deepcopy(model))
+
+
+def test_the_probe_runs_outside_autocast():
+    """Under bfloat16 autocast (the trainer's first call on a GPU) the probe still compares in the weights' dtype."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    fresh = Qwen2ForCausalLM(Qwen2Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=4, num_key_value_heads=2))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert chunking_supported(fresh)

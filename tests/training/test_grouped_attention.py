@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from training.models.attention import NAME
@@ -45,12 +46,13 @@ def test_a_decoding_step_over_a_padded_cache_matches_the_stock_path(tiny_model_d
     assert torch.allclose(logits[1], logits[0], atol=1e-5), (logits[1] - logits[0]).abs().max()
 
 
-def test_a_bfloat16_decoding_step_reads_the_groups_as_stock_sdpa_does_in_float32():
-    """The GPU decoding path (bfloat16, one query per row, a padding mask): within bfloat16 rounding of the stock
-    path's float32 result, and masked keys get no weight."""
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 1e-6), (torch.bfloat16, 3e-2)])
+def test_the_groups_as_queries_give_stock_sdpa_s_decoding_step(dtype, tolerance):
+    """The off-CPU decoding path (each key/value head's query group as its queries, one SDPA call) against the
+    stock path in float32, with a padding mask; masked keys get no weight."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from training.models.attention import _one_query_attention
+    from training.models.attention import _groups_as_queries
 
     generator = torch.Generator().manual_seed(2)
     query, key, value = (torch.randn(shape, generator=generator) for shape in ((4, 6, 1, 16), (4, 2, 20, 16),
@@ -60,12 +62,24 @@ def test_a_bfloat16_decoding_step_reads_the_groups_as_stock_sdpa_does_in_float32
     module = torch.nn.Module()
     module.num_key_value_groups, module.is_causal = 3, True
     expected, _ = sdpa_attention_forward(module, query, key, value, mask)
-    got = _one_query_attention(query.bfloat16(), key.bfloat16(), value.bfloat16(), mask, None)
-    assert got.dtype == torch.bfloat16 and got.shape == expected.shape == (4, 1, 6, 16)
-    assert torch.allclose(got.float(), expected, atol=3e-2), (got.float() - expected).abs().max()
+    got = _groups_as_queries(query.to(dtype), key.to(dtype), value.to(dtype), mask, None)
+    assert got.dtype == dtype and got.shape == expected.shape == (4, 1, 6, 16)
+    assert torch.allclose(got.float(), expected, atol=tolerance), (got.float() - expected).abs().max()
     value[1, :, :7] = 1e4  # masked positions: no weight, so no change
-    again = _one_query_attention(query.bfloat16(), key.bfloat16(), value.bfloat16(), mask, None)
-    assert torch.equal(again, got)
+    assert torch.equal(_groups_as_queries(query.to(dtype), key.to(dtype), value.to(dtype), mask, None), got)
+
+
+def test_float16_scores_too_large_for_float16_before_scaling_stay_finite():
+    """q.k of 82,000 overflows float16 unless scaled first (the two-matmul form gave NaN); a GPU without bfloat16
+    samples in float16."""
+    from training.models.attention import _groups_as_queries
+
+    query = torch.full((1, 2, 1, 64), 40.0)
+    key = torch.full((1, 1, 8, 64), 32.0)
+    value = torch.randn(1, 1, 8, 64)
+    output = _groups_as_queries(query.half(), key.half(), value.half(), None, 0.125)
+    assert torch.isfinite(output).all()
+    assert torch.allclose(output.float(), value.half().float().mean(dim=2).expand(1, 2, 64).unsqueeze(1), atol=1e-2)
 
 
 def test_off_the_cpu_a_decoding_step_takes_the_grouped_path_in_any_dtype(monkeypatch):

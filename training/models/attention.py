@@ -5,11 +5,11 @@ attention mask is passed, which is every padded generate step, every packed trai
 the lean decoding loop: for the tiny preset (6 query heads, 2 key/value heads) that copy was a third of a
 continuation call's time on the CPU, and on a GPU a decoding step of Qwen2-0.5B's shapes (14 query heads, 2
 key/value heads) over 256 rows x 1,024 cache positions wrote and read 7 copies of its 3.2 GB cache.
-A decoding step (one query per row) skips SDPA for two grouped matmuls that read each key and value once (on
-the CPU in float32 only, where bfloat16 matmuls are slow); the scores are taken in the query's dtype and the
-softmax in float32, as transformers' eager attention does. Otherwise torch's CPU kernels take the groups as
-they are (`enable_gqa`); on other devices, where a masked grouped SDPA call falls back to the slow math
-kernel, the stock SDPA path runs unchanged.
+A decoding step (one query per row) reads each key and value once: off the CPU, one fused SDPA call whose
+queries are each key/value head's query group (scaled before the product, scores in float32, as stock SDPA);
+on the CPU in float32, two grouped matmuls, faster there than torch's kernels. Otherwise torch's CPU kernels
+take the groups as they are (`enable_gqa`); on other devices, where a masked grouped SDPA call falls back to
+the slow math kernel, the stock SDPA path runs unchanged.
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
     grouped = getattr(module, "num_key_value_groups", 1) > 1 and kwargs.get("position_bias") is None \
         and kwargs.get("cache") is None
     on_cpu = query.device.type == "cpu"
-    if grouped and query.shape[2] == 1 and not dropout and (query.dtype == torch.float32 or not on_cpu):
-        return _one_query_attention(query, key, value, attention_mask, scaling), None
+    if grouped and query.shape[2] == 1 and not dropout:
+        if not on_cpu:
+            return _groups_as_queries(query, key, value, attention_mask, scaling), None
+        if query.dtype == torch.float32:
+            return _one_query_attention(query, key, value, attention_mask, scaling), None
     if not grouped or not on_cpu:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
@@ -42,11 +45,22 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
     return output.transpose(1, 2).contiguous(), None
 
 
+def _groups_as_queries(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attention_mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor:
+    """A decoding step as one SDPA call over the key/value heads, each with its query group as the query positions
+    (no causal mask: every group member attends to the same keys). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
+    batch, heads, _, dim = query.shape
+    kv_heads, length = key.shape[1], key.shape[2]
+    grouped = query.reshape(batch, kv_heads, heads // kv_heads, dim)
+    mask = None if attention_mask is None else attention_mask.reshape(attention_mask.shape[0], 1, 1, length)
+    output = torch.nn.functional.scaled_dot_product_attention(grouped, key, value, attn_mask=mask, scale=scaling)
+    return output.reshape(batch, 1, heads, dim)
+
+
 def _one_query_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                          attention_mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor:
-    """A decoding step (one query per row) as two batched matmuls over each key/value head's query group, which
-    read each key and value once (torch's CPU SDPA kernels took ~1.8x as long for this shape; on a GPU, stock
-    SDPA with a mask copies them per group). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
+    """A float32 decoding step on the CPU as two batched matmuls over each key/value head's query group (torch's
+    CPU SDPA kernels took ~1.8x as long for this shape). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
     batch, heads, _, dim = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     grouped = query.view(batch, kv_heads, heads // kv_heads, dim)

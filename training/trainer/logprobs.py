@@ -21,6 +21,10 @@ CHUNK_TOKENS = 2048  # positions whose logits exist at once: 1.2 GB in float32 o
 PROBE_TOKENS = 7
 PROBE_CHUNK = 3  # the probe splits its 2 x 6 predictions into chunks of 3, so chunking itself is checked
 PROBE_TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-9}  # other dtypes: 2e-2
+# Config fields of heads that change the logits after the output layer (Gemma 2's soft-capping, Cohere's scale,
+# Granite's divisor): such a model scores through its full logits whatever the probe finds, since with small
+# logits (a fresh model) soft-capping is close to the identity and the probe would pass.
+LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
 
 _chunking_supported: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> bool, probed once
 
@@ -138,14 +142,18 @@ def _probe(model) -> bool:
     head = getattr(inner, "get_output_embeddings", lambda: None)()
     if not isinstance(head, torch.nn.Linear) or not callable(getattr(inner, "get_decoder", None)):
         return False
+    config = getattr(inner, "config", None)
+    if any(getattr(config, field, None) not in (None, 1, 1.0) for field in LOGIT_TRANSFORMS):
+        return False
     parameter = head.weight
     ids = (torch.arange(2 * PROBE_TOKENS, device=parameter.device) * 7 + 3) % head.weight.shape[0]
     inputs = {"input_ids": ids.view(2, PROBE_TOKENS), "attention_mask": None, "position_ids": None}
     was_training = inner.training
     inner.eval()
-    try:
-        whole = full_token_logprobs(inner, inputs, 1.0)
-        chunked = chunked_token_logprobs(inner, inputs, 1.0, PROBE_CHUNK)
+    try:  # in the weights' own dtype: under autocast two matmul shapes may round differently
+        with torch.autocast(parameter.device.type, enabled=False):
+            whole = full_token_logprobs(inner, inputs, 1.0)
+            chunked = chunked_token_logprobs(inner, inputs, 1.0, PROBE_CHUNK)
     except torch.OutOfMemoryError:
         raise
     except (TypeError, ValueError, RuntimeError, AttributeError, IndexError):  # no logits_to_keep, other outputs

@@ -120,7 +120,7 @@ class TorchTrainer:
             if recorded:
                 reference = (torch.cat([part[0] for part in recorded]), torch.cat([part[1] for part in recorded]))
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)))
-            if not math.isfinite(grad_norms[-1]) or not math.isfinite(losses[-1]):
+            if not math.isfinite(grad_norms[-1]):  # the same on every rank (gradients are all-reduced)
                 raise UpdateDiverged(
                     f"gradient step {len(grad_norms)} of the update: loss {losses[-1]}, gradient norm {grad_norms[-1]} "
                     f"(not finite); the step was not taken. Lower learning_rate (now {config.learning_rate}) or "
