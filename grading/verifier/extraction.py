@@ -56,6 +56,9 @@ _JOINER = re.compile(r"\s*(?:,\s*(?:(?P<listed>and|or)\s+)?|(?P<word>and|or)\s+)
 # Between two boxes of one list: "$ and $", ", ", "\\) or \\(x = ".
 _BOX_JOINER = re.compile(r"\s*(?:\$|\\\))?\s*(?:,\s*(?:and|or)?|and|or)\s*(?:\$|\\\()?\s*(?:[a-zA-Z]\s*=\s*)?",
                          re.IGNORECASE)
+# A heading that announces the answer on the next line: "## Final Answer", "**Final Answer:**".
+_FINAL_HEADING = re.compile(r"\s*(?:#{1,6}\s*)?[*_]*\s*final\s+answer\s*[*_]*\s*:?\s*[*_]*\s*", re.IGNORECASE)
+_IS = re.compile(r"\b(?:is|are|equals)\b[*_\s]*:?[*_\s]*", re.IGNORECASE)
 _MAX_BOX_GAP = 40  # characters between two boxes of one list (the joiner's pattern backtracks on long runs)
 _MAX_BOX_FORMS = 8  # differently written boxes compared by value; more are a hedge (and bound the work)
 # A last line counts as an expression when, outside LaTeX commands and \\text{}, no word of three letters is left
@@ -228,6 +231,19 @@ def _answer_line(response: str) -> str | None:
     return None
 
 
+def _answer_under_heading(response: str) -> str | None:
+    """The answer on the line that follows a closing "Final Answer" heading ("## Final Answer", "**Final
+    Answer**"), when that line is the response's last: stated after its last "is" ("The number of ways is
+    **120**."), else the line itself as an expression; None when there is no such heading."""
+    lines = [line for line in response.splitlines() if line.strip()]
+    if len(lines) < 2 or not _FINAL_HEADING.fullmatch(lines[-2]):
+        return None
+    statements = list(_IS.finditer(lines[-1]))
+    if statements:
+        return _stated_answer(lines[-1][:statements[-1].start()], lines[-1][statements[-1].end():])
+    return _expression_line(lines[-1])
+
+
 def _stated_answer(before: str, rest: str) -> str | None:
     """The answer in rest, the text after an answer marker: its first math span (with any joined to it by
     "or", "and" or commas, and a unit) or its words up to the end of the sentence or a reason.
@@ -317,4 +333,4 @@ def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
         return answer if answer and math_spans(answer) <= 1 else None
     if policy == BOXED:
         return None
-    return _answer_line(response) or _expression_line(response)
+    return _answer_line(response) or _answer_under_heading(response) or _expression_line(response)

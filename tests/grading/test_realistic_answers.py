@@ -351,3 +351,14 @@ def test_degenerate_root_signs_and_box_gaps_do_not_crash_or_stall(verifier):
     between two boxes made the list joiner backtrack (seconds at 800 spaces, growing cubically)."""
     assert verifier.check("So the answer is $\\boxed{2\u221a()}$", "5").correct is False  # raised StopIteration
     assert extract_answer("\\boxed{1}," + " " * 5_000 + "q\\boxed{2}") is None
+
+
+@pytest.mark.parametrize("response, reference, correct", [
+    ("So there are 120 ways.\n\n## Final Answer\nThe number of ways is **120**.", "120", True),
+    ("...\n**Final Answer**\nThe probability is $\\frac{1}{2}$.", "\\frac12", True),
+    ("...\n## Final Answer\nThe number of ways is **121**.", "120", False),
+    ("...\n## Final Answer\nThe value is 5 or 7.", "5", False),  # a hedge stays one
+    ("...\n## Final Answer\nThe value is 5. Wait, no.", "5", False),
+])
+def test_a_final_answer_heading_then_a_sentence(verifier, response, reference, correct):
+    assert_graded(verifier, response, reference, correct)
