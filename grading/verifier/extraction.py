@@ -1,7 +1,8 @@
 """Final-answer extraction from a model response, under a policy.
 
 boxed: the \\boxed{} (or \\fbox{}) answer only. flexible: that, else the last answer line ("The answer is 9",
-"**Answer:** $9$", "Final answer: 9"), else a last line that is only an expression ("$9$", "x = 5").
+"**Answer:** $9$", "Final answer: 9"), else a closing "Final Answer" heading's sentence ("## Final Answer" then
+"The number of ways is **120**."), else a last line that is only an expression ("$9$", "x = 5").
 Boxes: an empty one ("put the answer in \\boxed{}") quotes the instruction, a box around a box is the inner
 one, and several boxes are one answer when the verifier's fast path finds them equal in value ("\\boxed{0.5}"
 then "\\boxed{\\frac12}"). An answer line gives its first math span (more spans only when joined to it by
