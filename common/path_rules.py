@@ -99,8 +99,17 @@ def checked_path(path: str, rules: PathRules, field_name: str) -> str:
 
 def checked_name_or_path(name: str, rules: PathRules, field_name: str) -> str:
     """A name that reads as a path (/x, ./x, ~x, a/b/c) checked and resolved; any other name (a preset, a hub id
-    org/name) as given."""
-    return checked_path(name, rules, field_name) if looks_like_path(name) else name
+    org/name) as given, when it can be one (Hugging Face's rules for a repository id: "tiny model" cannot)."""
+    if looks_like_path(name):
+        return checked_path(name, rules, field_name)
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError as error:
+        raise PathRefused(field_name, f"'{name}' is neither a path nor a model name (a preset such as tiny, or a "
+                                      f"hub id org/name): {error}") from None
+    return name
 
 
 def refuse_relative_lookup(name: str, rules: PathRules, field_name: str, exists=os.path.lexists) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -14,6 +15,7 @@ from training.config.limits import MAX_SAMPLES_PER_PROBLEM, MAX_TEMPERATURE, MAX
 # Built-in benchmarks, in their registry's order; any lm-evaluation-harness task is named "lm-eval:<task>".
 BENCHMARKS: tuple[str, ...] = tuple(BUILTIN_BENCHMARKS)
 LM_EVAL_PREFIX = "lm-eval:"
+_LM_EVAL_TASK_NAME = re.compile(r"[A-Za-z0-9][\w.\-]*")  # lm-eval's task and group names ("gsm8k", "mmlu_pro")
 MAX_SUITE_BENCHMARKS = 100
 MAX_PROBLEMS = 1_000_000
 
@@ -92,7 +94,8 @@ class BenchmarkSettings:
         errors = {}
         if not self.is_known_benchmark():
             errors["benchmark"] = (f"unknown benchmark {self.benchmark!r}; choose one of {', '.join(BENCHMARKS)} "
-                                   f"or {LM_EVAL_PREFIX}<task>")
+                                   f"or {LM_EVAL_PREFIX}<task> (a task name: letters, digits, '_', '-' and '.'; "
+                                   "whether lm-eval has it is checked when the evaluation runs)")
         if self.samples_per_problem > 1 and self.temperature == 0.0:
             errors["temperature"] = (f"0 is greedy decoding, so the {self.samples_per_problem} samples per problem "
                                      "would be identical and pass@k and maj@k meaningless: set a temperature above 0 "
@@ -104,7 +107,8 @@ class BenchmarkSettings:
     def is_known_benchmark(self) -> bool:
         if self.benchmark in BENCHMARKS:
             return True
-        return self.benchmark.startswith(LM_EVAL_PREFIX) and len(self.benchmark) > len(LM_EVAL_PREFIX)
+        return self.benchmark.startswith(LM_EVAL_PREFIX) and \
+            _LM_EVAL_TASK_NAME.fullmatch(self.benchmark[len(LM_EVAL_PREFIX):]) is not None
 
 
 @dataclass(frozen=True)

@@ -67,3 +67,10 @@ def test_names_that_are_no_paths_are_kept_as_given(rules, name):
 def test_names_that_read_as_paths_are_checked(rules, name):
     with pytest.raises(PathRefused):
         checked_name_or_path(name, rules, "model")
+
+
+@pytest.mark.parametrize("name", ["tiny model", "\u043c\u043e\u0434\u0435\u043b\u044c", "a--b", "-tiny"])
+def test_names_that_cannot_be_a_preset_or_hub_id_are_refused_at_once(rules, name):
+    """Before, the run was queued and failed on a worker; the CLI refused the same name when loading."""
+    with pytest.raises(PathRefused, match=r"^model: '.*' is neither a path nor a model name"):
+        checked_name_or_path(name, rules, "model")

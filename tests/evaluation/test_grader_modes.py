@@ -38,6 +38,8 @@ def test_the_answer_judges_are_the_ones_that_take_grading_settings():
     ({"benchmark": "math500", "judge_model": "tiny"}, "judge_model", "only by grader modes that ask the judge"),
     ({"benchmark": "math500", "grader_mode": "judge", "judge_model": "tiny", "judge_max_tokens": 0},
      "judge_max_tokens", "at least 1"),
+    ({"benchmark": "lm-eval:../../x"}, "benchmark", "a task name: letters, digits"),
+    ({"benchmark": "lm-eval:gsm 8k"}, "benchmark", "unknown benchmark 'lm-eval:gsm 8k'"),
 ])
 def test_grading_settings_are_refused_naming_the_field(entry, field, reason):
     with pytest.raises(ConfigError) as refused:
