@@ -21,3 +21,15 @@ def unreachable_hub_errors() -> tuple[type[BaseException], ...]:
             continue
         errors.extend(getattr(module, name) for name in names if hasattr(module, name))
     return tuple(errors)
+
+
+def invalid_hub_id(name: str) -> str | None:
+    """Why `name` cannot be a hub repository id (Hugging Face's own rule), or None when it can."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError as error:
+        return str(error)
+    return None

@@ -102,13 +102,11 @@ def checked_name_or_path(name: str, rules: PathRules, field_name: str) -> str:
     org/name) as given, when it can be one (Hugging Face's rules for a repository id: "tiny model" cannot)."""
     if looks_like_path(name):
         return checked_path(name, rules, field_name)
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from common.hub_errors import invalid_hub_id
 
-    try:
-        validate_repo_id(name)
-    except HFValidationError as error:
+    if reason := invalid_hub_id(name):
         raise PathRefused(field_name, f"'{name}' is neither a path nor a model name (a preset such as tiny, or a "
-                                      f"hub id org/name): {error}") from None
+                                      f"hub id org/name): {reason}")
     return name
 
 

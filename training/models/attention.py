@@ -49,28 +49,31 @@ def _groups_as_queries(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
                        attention_mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor:
     """A decoding step as one SDPA call over the key/value heads, each with its query group as the query positions
     (no causal mask: every group member attends to the same keys). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
-    batch, heads, _, dim = query.shape
-    kv_heads, length = key.shape[1], key.shape[2]
-    grouped = query.reshape(batch, kv_heads, heads // kv_heads, dim)
-    mask = None if attention_mask is None else attention_mask.reshape(attention_mask.shape[0], 1, 1, length)
+    grouped, mask = _by_key_value_head(query, key, attention_mask)
     output = torch.nn.functional.scaled_dot_product_attention(grouped, key, value, attn_mask=mask, scale=scaling)
-    return output.reshape(batch, 1, heads, dim)
+    return output.reshape(query.shape[0], 1, query.shape[1], query.shape[3])
 
 
 def _one_query_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                          attention_mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor:
     """A float32 decoding step on the CPU as two batched matmuls over each key/value head's query group (torch's
     CPU SDPA kernels took ~1.8x as long for this shape). (batch, heads, 1, dim) -> (batch, 1, heads, dim)."""
-    batch, heads, _, dim = query.shape
-    kv_heads, length = key.shape[1], key.shape[2]
-    grouped = query.view(batch, kv_heads, heads // kv_heads, dim)
-    scores = torch.matmul(grouped, key.transpose(-1, -2)) * (dim ** -0.5 if scaling is None else scaling)
-    if attention_mask is not None:  # (batch or 1, 1, 1, length): True or 0.0 where a key may be attended
-        mask = attention_mask.reshape(attention_mask.shape[0], 1, 1, length)
+    grouped, mask = _by_key_value_head(query, key, attention_mask)
+    scores = torch.matmul(grouped, key.transpose(-1, -2)) * (query.shape[3] ** -0.5 if scaling is None else scaling)
+    if mask is not None:  # True or 0.0 where a key may be attended
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
     weights = scores.softmax(dim=-1, dtype=torch.float32).to(value.dtype)
     output = torch.matmul(weights, value)  # (batch, kv_heads, group, dim)
-    return output.reshape(batch, 1, heads, dim)
+    return output.reshape(query.shape[0], 1, query.shape[1], query.shape[3])
+
+
+def _by_key_value_head(query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None):
+    """(batch, heads, 1, dim) queries as (batch, kv_heads, group, dim), each key/value head's query group in its
+    query positions, and the mask as (batch or 1, 1, 1, keys) for them all (None stays None)."""
+    batch, heads, _, dim = query.shape
+    kv_heads, length = key.shape[1], key.shape[2]
+    mask = None if attention_mask is None else attention_mask.reshape(attention_mask.shape[0], 1, 1, length)
+    return query.reshape(batch, kv_heads, heads // kv_heads, dim), mask
 
 
 AttentionInterface.register(NAME, grouped_sdpa_forward)

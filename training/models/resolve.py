@@ -35,15 +35,12 @@ def hub_model_source(name: str) -> str:
     asks the hub, and an unreachable hub falls back to the cache.
     """
     from huggingface_hub import constants
-    from huggingface_hub.errors import HFValidationError, HfHubHTTPError, RepositoryNotFoundError
-    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
-    from common.hub_errors import unreachable_hub_errors
+    from common.hub_errors import invalid_hub_id, unreachable_hub_errors
 
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        raise LookupError("not a valid hub id: expected org/name") from None
+    if invalid_hub_id(name):
+        raise LookupError("not a valid hub id: expected org/name")
     if constants.HF_HUB_OFFLINE:
         cached = cached_hub_snapshot(name)
         if cached is None:

@@ -45,9 +45,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor 
 
 def full_token_logprobs(model, inputs: dict, temperature: float) -> torch.Tensor:
     """Through the model's own logits of every position."""
-    logits = model(**inputs, use_cache=False).logits[:, :-1].float()
-    if temperature != 1.0:
-        logits = logits / temperature
+    logits = scaled_logits(model(**inputs, use_cache=False).logits[:, :-1], temperature)
     return torch.gather(F.log_softmax(logits, dim=-1), 2, inputs["input_ids"][:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
