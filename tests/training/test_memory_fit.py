@@ -112,6 +112,8 @@ def test_a_cgroup_limit_lowers_the_available_memory(tmp_path, monkeypatch):
     usage.write_text(f"{3 * GIB}\n")
     monkeypatch.setattr(memory_fit, "CGROUP_V2", tmp_path)
     monkeypatch.setattr(memory_fit, "CGROUP_V1", tmp_path / "v1")
+    meminfo = memory_fit._meminfo_available()  # read once: the machine's MemAvailable moves between two reads
+    monkeypatch.setattr(memory_fit, "_meminfo_available", lambda: meminfo)
     assert memory_fit.available_host_bytes() <= 5 * GIB
     usage.write_text(f"{8 * GIB - 1024}\n")
     assert memory_fit.available_host_bytes() == 1024
