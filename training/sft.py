@@ -6,9 +6,9 @@ import random
 from typing import Callable, Iterator, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from training.prompting import prompt_ids, response_ids
+from training.trainer.logprobs import masked_mean_nll
 
 
 def packed_blocks(examples: Sequence[tuple[str, str]], tokenizer, block_length: int,
@@ -36,11 +36,8 @@ def packed_blocks(examples: Sequence[tuple[str, str]], tokenizer, block_length: 
 
 
 def packed_loss(model, input_ids: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over the masked (response) tokens."""
-    logits = model(input_ids=input_ids, use_cache=False).logits[:, :-1].float()
-    targets, mask = input_ids[:, 1:], loss_mask[:, 1:].float()
-    losses = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
-    return (losses * mask.reshape(-1)).sum() / mask.sum().clamp(min=1.0)
+    """Mean next-token cross-entropy over the masked (response) tokens of packed rows."""
+    return masked_mean_nll(model, input_ids, None, loss_mask)
 
 
 def warmup_sft(model, tokenizer, examples: Sequence[tuple[str, str]], steps: int, batch_size: int,

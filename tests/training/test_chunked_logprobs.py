@@ -54,6 +54,24 @@ def test_packed_rows_and_the_default_path_use_the_chunks(model):
     assert torch.allclose(got, expected, atol=1e-5)
 
 
+def test_the_sft_loss_is_the_mean_cross_entropy_of_the_masked_tokens(model):
+    """Warm-up SFT and long2short's shortest-rejection SFT score through the chunks too: their loss equals the
+    full logits' cross-entropy over response tokens, padding excluded."""
+    from training.trainer.logprobs import masked_mean_nll
+
+    inputs = padded_batch()
+    loss_mask = torch.zeros_like(inputs["input_ids"])
+    loss_mask[:, 5:] = inputs["attention_mask"][:, 5:]  # the response: positions 5 on, not the padding
+    with torch.no_grad():
+        got = masked_mean_nll(model, inputs["input_ids"], inputs["attention_mask"], loss_mask)
+        logits = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"]).logits[:, :-1]
+    losses = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                               inputs["input_ids"][:, 1:].reshape(-1), reduction="none")
+    mask = loss_mask[:, 1:].reshape(-1).float()
+    assert float(got) == pytest.approx(float((losses * mask).sum() / mask.sum()), rel=1e-6)
+    assert float(mask.sum()) == 3 * 6 - 4  # rows of 6 response targets, one row padded after position 7
+
+
 class DoubledLogits(torch.nn.Module):
     """A model whose logits are not its output layer over its decoder (as logit soft-capping or scaling)."""
 
@@ -91,7 +109,7 @@ def test_the_chunk_gradient_is_the_analytic_one(temperature):
     autograd's numerical check in float64, with a bias."""
     from torch.autograd import gradcheck
 
-    from training.trainer.logprobs import ChunkLogprobs
+    from training.logprob_chunks import ChunkLogprobs
 
     generator = torch.Generator().manual_seed(6)
     hidden = torch.randn(5, 4, dtype=torch.float64, generator=generator, requires_grad=True)
@@ -103,9 +121,29 @@ def test_the_chunk_gradient_is_the_analytic_one(temperature):
     assert torch.allclose(ChunkLogprobs.apply(hidden, weight, bias, targets, temperature), expected.squeeze(1))
 
 
+def test_a_vocabulary_shard_leaves_its_padding_rows_out_of_the_softmax_and_their_gradient():
+    """One rank's shard (Megatron pads the vocabulary to split evenly): rows past the real vocabulary are not
+    tokens; log-probs and gradients are those of the real rows alone, in float64 by gradcheck."""
+    from torch.autograd import gradcheck
+
+    from training.logprob_chunks import ChunkLogprobs, VocabShard
+
+    generator = torch.Generator().manual_seed(8)
+    hidden = torch.randn(5, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(12, 4, dtype=torch.float64, generator=generator, requires_grad=True)  # 9 real + 3 padding
+    targets = torch.tensor([0, 8, 3, 3, 5])
+    shard = VocabShard(first=0, real_rows=9)
+    got = ChunkLogprobs.apply(hidden, weight, None, targets, 0.7, shard)
+    expected = torch.log_softmax(hidden @ weight[:9].T / 0.7, dim=-1).gather(1, targets[:, None]).squeeze(1)
+    assert torch.allclose(got, expected)
+    got.sum().backward()
+    assert float(weight.grad[9:].abs().max()) == 0.0 and float(weight.grad[:9].abs().max()) > 0
+    assert gradcheck(lambda h, w: ChunkLogprobs.apply(h, w, None, targets, 0.7, shard), (hidden, weight))
+
+
 def test_under_bfloat16_autocast_the_chunks_match_the_full_logits():
     """As on a GPU: the output layer in bfloat16, log-probs and float32 gradients within bfloat16 rounding."""
-    from training.trainer.logprobs import ChunkLogprobs
+    from training.logprob_chunks import ChunkLogprobs
 
     generator = torch.Generator().manual_seed(7)
     hidden = torch.randn(6, 16, generator=generator, requires_grad=True)

@@ -21,6 +21,7 @@ SETTINGS = dict(samples_per_problem=2, micro_batch_size=4, learning_rate=1e-3, m
 GPU_SMOKE = os.environ.get("MIRRORLAB_GPU_SMOKE") == "1"
 # fp32 on a GPU (no TF32) and on the CPU differ in summation order only; the GPU smoke run allows for that.
 CLOSE = 1e-4 if GPU_SMOKE else 1e-5
+CHUNK_TOKENS = 5  # the output layer applied 5 positions at a time in the workers (2,048 in a run)
 
 
 def start_rank(rank: int, world_size: int, port: int) -> None:
@@ -35,6 +36,9 @@ def start_rank(rank: int, world_size: int, port: int) -> None:
         torch.cuda.set_device(rank)  # one GPU per rank, as torchrun's LOCAL_RANK gives the product code
     if world_size > 1:
         torch.distributed.init_process_group("nccl" if megatron_cpu_shim.GPU_SMOKE else "gloo")
+    from training.megatron import logprobs
+
+    logprobs.CHUNK_TOKENS = CHUNK_TOKENS  # every pass below crosses chunk boundaries
 
 
 def trainer(model_dir: str, **overrides):
@@ -71,6 +75,44 @@ def megatron_first_step(megatron, batch, rewards) -> dict:
     grads = megatron_to_hf(gather_tensor_parallel(grads, megatron.layout),
                            ModelShape.from_hf_config(megatron.model.config))
     return {"loss": sum(shares), "grads": grads}
+
+
+def full_logits_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, vocab_size: int,
+                         temperature: float) -> torch.Tensor:
+    """The reference: (N, T, V/tp) this rank's whole logits -> (N, T-1) log-probs by Megatron's own
+    vocab_parallel_cross_entropy, padding entries set to -inf."""
+    from megatron.core import parallel_state
+    from megatron.core.tensor_parallel import vocab_parallel_cross_entropy
+
+    shifted = logits[:, :-1].float() / temperature
+    partition = shifted.shape[-1]
+    first = parallel_state.get_tensor_model_parallel_rank() * partition
+    padding_from = max(0, min(partition, vocab_size - first))
+    shifted = torch.cat([shifted[..., :padding_from], torch.full_like(shifted[..., padding_from:], float("-inf"))], -1)
+    return -vocab_parallel_cross_entropy(shifted.contiguous(), input_ids[:, 1:].contiguous())
+
+
+def chunked_against_full(megatron, batch, temperature: float = 0.7) -> dict:
+    """Token log-probs, and the gradients of a weighted sum of them, through the output layer in chunks
+    (the product's path) and through the whole logits, on this rank."""
+    from training.megatron.logprobs import token_logprobs
+    from training.megatron.model import causal_inputs
+
+    ids = batch.input_ids.to(megatron.device)
+    weights = torch.linspace(-1.0, 2.0, ids.shape[0] * (ids.shape[1] - 1)).view(ids.shape[0], -1)
+    paths = {"chunked": lambda: token_logprobs(megatron.gpt, ids, megatron.vocab_size, temperature),
+             "full": lambda: full_logits_logprobs(megatron.gpt(ids, *causal_inputs(ids)), ids, megatron.vocab_size,
+                                                  temperature)}
+    results = {}
+    for name, path in paths.items():
+        megatron.ddp.zero_grad_buffer()
+        values = path()
+        (values * weights.to(values.device)).sum().backward()
+        results[name] = {"values": values.detach().cpu(), "grads": {
+            parameter_name: parameter.main_grad.detach().cpu().clone()
+            for parameter_name, parameter in megatron.gpt.named_parameters()}}
+    megatron.ddp.zero_grad_buffer()
+    return results
 
 
 def torch_trainer(model_dir: str):
@@ -122,6 +164,7 @@ def single_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> No
         # the trainer at the sampling temperature 0.7 (config.temperature) against Hugging Face's softmax(z / 0.7)
         results["hf_logprobs_t07"] = hf_token_logprobs(hf, input_ids, torch.ones_like(input_ids), temperature=0.7)
     results["megatron_logprobs_t07"] = trainer(model_dir, temperature=0.7)._logprobs(batch)[1]
+    results["chunks"] = chunked_against_full(megatron, batch)
     results["round_trip"] = megatron.hf_state_dict()
     results["hf_state"] = hf.state_dict()
     results["megatron_step"] = megatron_first_step(megatron, batch, REWARDS)
@@ -194,6 +237,7 @@ def two_rank_worker(rank: int, port: int, model_dir: str, out_dir: str) -> None:
     tensor_parallel = trainer(model_dir, tensor_parallel_size=2)
     results["tp_layout"] = tensor_parallel.layout
     results["tp_step"] = megatron_first_step(tensor_parallel, batch, REWARDS)
+    results["tp_chunks"] = chunked_against_full(tensor_parallel, batch)
     results["tp_update"] = trainer(model_dir, tensor_parallel_size=2).update(batch, REWARDS)
     results["pp_update"] = trainer(model_dir, pipeline_parallel_size=2).update(batch, REWARDS)
     data_parallel = trainer(model_dir)
@@ -237,6 +281,24 @@ def test_the_megatron_trainer_scores_tokens_at_the_sampling_temperature(single):
     tempered, plain = single["megatron_logprobs_t07"][mask], single["hf_logprobs"][mask]
     assert float((tempered - single["hf_logprobs_t07"][mask]).abs().max()) < CLOSE
     assert float((tempered - plain).abs().max()) > 1e-2  # T = 0.7 is not T = 1: the check has teeth
+
+
+def assert_chunks_equal_full(chunks: dict) -> None:
+    chunked, full = chunks["chunked"], chunks["full"]
+    assert float((chunked["values"] - full["values"]).abs().max()) < CLOSE
+    assert_gradients_close(chunked["grads"], full["grads"], 10 * CLOSE)
+    assert any(float(grad.abs().max()) > 0 for grad in full["grads"].values())
+
+
+def test_log_probs_in_chunks_of_the_output_layer_equal_the_whole_logits_in_value_and_gradient(single):
+    assert_chunks_equal_full(single["chunks"])
+
+
+def test_with_tensor_parallelism_the_chunks_reduce_over_the_vocabulary_shards(two_ranks):
+    for rank in two_ranks:  # each rank's own shard of every gradient, the output layer's and the embedding's too
+        assert_chunks_equal_full(rank["tp_chunks"])
+    first, second = (rank["tp_chunks"]["chunked"]["values"] for rank in two_ranks)
+    assert torch.equal(first, second)  # both ranks see the whole distribution, not their half of it
 
 
 def test_the_state_dict_out_is_the_hugging_face_one_exactly(single):

@@ -8,11 +8,11 @@ from statistics import mean
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from training.config import ShortestRejectionConfig
 from training.long2short.base import KeptSample, Long2ShortHooks, Long2ShortJob, Long2ShortOutcome, Long2ShortStopped
 from training.long2short.sampling import JudgedSample, response_ids
+from training.trainer.logprobs import masked_mean_nll
 from training.types import PromptRecord
 
 SAMPLING_SHARE = 0.5  # of the progress bar; SFT takes the rest
@@ -101,10 +101,7 @@ def response_loss(model, examples: Sequence[Example], pad_id: int) -> torch.Tens
     """Mean next-token cross-entropy over the response tokens of the examples (one forward pass)."""
     device = next(model.parameters()).device
     input_ids, attention, loss_mask = (tensor.to(device) for tensor in padded_batch(examples, pad_id))
-    logits = model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits[:, :-1].float()
-    losses = F.cross_entropy(logits.reshape(-1, logits.size(-1)), input_ids[:, 1:].reshape(-1), reduction="none")
-    mask = loss_mask[:, 1:].reshape(-1).float()
-    return (losses * mask).sum() / mask.sum().clamp(min=1.0)
+    return masked_mean_nll(model, input_ids, attention, loss_mask)
 
 
 def fine_tune(model, examples: Sequence[Example], config: ShortestRejectionConfig, pad_id: int,

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from training.batch import PolicyBatch
 from training.losses import GroupWeights, compute_policy_loss, counted_groups, k3_terms
 from training.megatron.batching import equal_micro_batches, union_over_model_parallel_ranks
-from training.megatron.logprobs import logprobs_from_sharded_logits
+from training.megatron.logprobs import decoder_output, token_logprobs_from_hidden
 from training.megatron.memory import TrainerMemory, clear_adam_state
 from training.megatron.model import build_gpt_model, causal_inputs, init_parallel, load_hf_state_dict
 from training.megatron.state import gather_hf_state_dict
@@ -168,11 +168,12 @@ class MegatronTrainer:
             input_ids = (batch.input_ids[batch.rows(groups)] if groups else torch.zeros(1, 2, dtype=torch.long))
             input_ids = input_ids.to(self.device)
             positions, mask = causal_inputs(input_ids)
-            return model(input_ids, positions, mask), partial(loss_function, groups, input_ids)
+            with decoder_output(self.gpt):  # no (rows, T, V/tp) logits: the loss applies the output layer in chunks
+                return model(input_ids, positions, mask), partial(loss_function, groups, input_ids)
 
-        def loss_function(groups, input_ids, logits):
-            tokens = logprobs_from_sharded_logits(logits, input_ids, self.vocab_size,
-                                                  self.config.temperature)  # (rows, T-1), the sampler's T
+        def loss_function(groups, input_ids, hidden):
+            tokens = token_logprobs_from_hidden(self.gpt, hidden, input_ids, self.vocab_size,
+                                                self.config.temperature)  # (rows, T-1), the sampler's T
             if groups is not None and collect is not None:
                 collect(groups, tokens.detach())
             if groups is None or forward_only:  # a rank without groups joins the gradient reduction with zeros

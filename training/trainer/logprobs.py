@@ -1,13 +1,10 @@
 """Per-token log-probs of a Hugging Face causal LM, the quantity every trainer pass scores.
 
-Full logits of a long-CoT batch do not fit anywhere: 64 rows of 8,192 tokens over Qwen2's 151,936-token
-vocabulary are 318 GB in float32, before log_softmax and the backward pass copy them again. Where a model's
-logits are its output layer applied to its decoder's last hidden states (checked once per model by a probe),
-the log-probs are taken from those hidden states CHUNK_TOKENS positions at a time: a chunk's logits exist only
-while its log-sum-exp is taken, and the backward pass recomputes them and turns them into their gradient in
-place (ChunkLogprobs: softmax less the one-hot target), keeping only the hidden states and each position's
-log-sum-exp in between. Other models (logit soft-capping or scaling, vision-language heads) score through their
-full logits as before. Same values and gradients either way, to float32 rounding.
+Full logits of a long-CoT batch do not fit anywhere (training/logprob_chunks.py). Where a model's logits are its
+output layer applied to its decoder's last hidden states (checked once per model by a probe), the log-probs are
+taken from those hidden states CHUNK_TOKENS positions at a time, with a hand-written backward. Other models
+(logit soft-capping or scaling, vision-language heads) score through their full logits. Same values and
+gradients either way, to float32 rounding.
 """
 
 from __future__ import annotations
@@ -16,6 +13,8 @@ import weakref
 
 import torch
 import torch.nn.functional as F
+
+from training.logprob_chunks import logprobs_in_chunks, scaled_logits
 
 CHUNK_TOKENS = 2048  # positions whose logits exist at once: 1.2 GB in float32 over a 152k vocabulary
 PROBE_TOKENS = 7
@@ -43,6 +42,14 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor 
     return full_token_logprobs(model, inputs, temperature)
 
 
+def masked_mean_nll(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                    loss_mask: torch.Tensor) -> torch.Tensor:
+    """SFT's loss: the mean next-token negative log-likelihood over the tokens where (N, T) `loss_mask` is 1,
+    through token_logprobs (so never the full logits of a long-CoT batch)."""
+    mask = loss_mask[:, 1:].float()
+    return -(token_logprobs(model, input_ids, attention_mask) * mask).sum() / mask.sum().clamp(min=1.0)
+
+
 def full_token_logprobs(model, inputs: dict, temperature: float) -> torch.Tensor:
     """Through the model's own logits of every position."""
     logits = scaled_logits(model(**inputs, use_cache=False).logits[:, :-1], temperature)
@@ -53,56 +60,8 @@ def chunked_token_logprobs(model, inputs: dict, temperature: float, chunk_tokens
     """From the decoder's last hidden states, `chunk_tokens` predictions at a time (the model's own forward runs,
     keeping the logits of one position only)."""
     hidden = decoder_hidden_states(model, inputs)[:, :-1]
-    targets = inputs["input_ids"][:, 1:]
     head = unwrapped(model).get_output_embeddings()
-    flat_hidden, flat_targets = hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1)
-    parts = [ChunkLogprobs.apply(flat_hidden[start:start + chunk_tokens], head.weight, head.bias,
-                                 flat_targets[start:start + chunk_tokens], temperature)
-             for start in range(0, flat_targets.shape[0], chunk_tokens)]
-    return torch.cat(parts).view(targets.shape)
-
-
-class ChunkLogprobs(torch.autograd.Function):
-    """(n,) log-probs of `targets` under softmax((hidden @ weight.T + bias) / temperature), in float32, keeping
-    no (n, vocabulary) tensor for the backward pass.
-
-    The output layer runs in the dtype it would in the model (bfloat16 under autocast); the backward pass
-    recomputes the logits in that dtype and, with g the incoming gradient, turns them in place into
-    d/dlogits = g (onehot(target) - softmax) / temperature, then into the gradients of the hidden states, the
-    weight and the bias (each in its own dtype)."""
-
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-                temperature: float) -> torch.Tensor:
-        logits = F.linear(hidden, weight, bias)
-        ctx.compute_dtype = logits.dtype
-        logits = scaled_logits(logits, temperature)
-        log_normalizer = torch.logsumexp(logits, dim=-1)
-        ctx.save_for_backward(hidden, weight, bias, targets, log_normalizer)
-        ctx.temperature = temperature
-        return logits.gather(1, targets.unsqueeze(1)).squeeze(1) - log_normalizer
-
-    @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
-        hidden, weight, bias, targets, log_normalizer = ctx.saved_tensors
-        dtype = ctx.compute_dtype
-        hidden_c, weight_c = hidden.to(dtype), weight.to(dtype)
-        logits = scaled_logits(F.linear(hidden_c, weight_c, None if bias is None else bias.to(dtype)),
-                               ctx.temperature)
-        grad = logits.sub_(log_normalizer.unsqueeze(1)).exp_().neg_()  # -softmax, in place
-        grad.scatter_add_(1, targets.unsqueeze(1), torch.ones_like(grad[:, :1]))
-        grad.mul_((grad_output / ctx.temperature).unsqueeze(1))
-        grad = grad.to(dtype)
-        grad_hidden = (grad @ weight_c).to(hidden.dtype) if ctx.needs_input_grad[0] else None
-        grad_weight = (grad.T @ hidden_c).to(weight.dtype) if ctx.needs_input_grad[1] else None
-        grad_bias = grad.sum(0).to(bias.dtype) if bias is not None and ctx.needs_input_grad[2] else None
-        return grad_hidden, grad_weight, grad_bias, None, None
-
-
-def scaled_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Logits / temperature in float32 (float64 stays), a new tensor unless already so at temperature 1."""
-    logits = logits if logits.dtype == torch.float64 else logits.float()
-    return logits / temperature if temperature != 1.0 else logits
+    return logprobs_in_chunks(hidden, head.weight, head.bias, inputs["input_ids"][:, 1:], temperature, chunk_tokens)
 
 
 def decoder_hidden_states(model, inputs: dict) -> torch.Tensor:
