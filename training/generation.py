@@ -70,10 +70,11 @@ class ModelGenerator:
                                    if key is not None else ())
                     for prompt, prompt_images, key in zip(prompts, images, keys, strict=True)]
         outputs = self.engine.generate(requests, settings)
-        return [[self._response(completion) for completion in completions] for completions in outputs]
+        return [[self._response(completion, prompt) for completion in completions]
+                for prompt, completions in zip(prompts, outputs)]
 
-    def _response(self, completion) -> GeneratedResponse:
-        return GeneratedResponse(text=decode_response(completion.token_ids, self.tokenizer),
+    def _response(self, completion, prompt) -> GeneratedResponse:
+        return GeneratedResponse(text=decode_response(completion.token_ids, self.tokenizer, tuple(prompt)),
                                  tokens=len(completion.token_ids), truncated=completion.finish_reason != FINISH_STOP)
 
     def close(self) -> None:

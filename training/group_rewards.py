@@ -33,7 +33,7 @@ def score_groups(groups: Sequence[Group], records: Sequence[PromptRecord], token
                  iteration: int, correctness: CorrectnessRewards) -> ScoredGroups:
     """Verify every response (one cut off at the response limit is wrong under config.truncated_counts_wrong),
     then add the weighted length reward and subtract the repeat penalty."""
-    pairs = [(records[group.problem_index], decode_response(t.response_ids, tokenizer))
+    pairs = [(records[group.problem_index], decode_response(t.response_ids, tokenizer, t.prompt_ids))
              for group in groups for t in group.trajectories]
     flat = correctness([record for record, _ in pairs], [response for _, response in pairs])
     correct = torch.tensor(flat, dtype=torch.float32).reshape(len(groups), len(flat) // max(len(groups), 1))

@@ -28,7 +28,9 @@ def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], sample
     requests = [RolloutRequest(prompt_ids(record.problem, tokenizer), n=samples_per_problem) for record in records]
     outputs = engine.generate(requests, settings)
     pairs = [(record, completion) for record, completions in zip(records, outputs) for completion in completions]
-    responses = [decode_response(completion.token_ids, tokenizer) for _, completion in pairs]
+    prompts = [request.prompt_ids for request, completions in zip(requests, outputs) for _ in completions]
+    responses = [decode_response(completion.token_ids, tokenizer, prompt)
+                 for (_, completion), prompt in zip(pairs, prompts)]
     if correctness is None:
         with CorrectnessRewards() as fresh:
             correct = fresh([record for record, _ in pairs], responses)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from grading.thinking import THINK_CLOSE, THINK_OPEN
 
 INSTRUCTION = "Solve the problem step by step. End with a line 'Answer: <answer>'."
+PROMPT_TAIL_TOKENS = 16  # the prompt's last tokens read for a thinking block its chat template opened
 
 
 def prompt_text(problem: str) -> str:
@@ -39,5 +42,15 @@ def response_ids(response: str, tokenizer) -> tuple[int, ...]:
     return tuple(tokenizer(" " + response).input_ids) + (tokenizer.eos_token_id,)
 
 
-def decode_response(token_ids, tokenizer) -> str:
-    return tokenizer.decode(list(token_ids), skip_special_tokens=True)
+def decode_response(token_ids, tokenizer, prompt: Sequence[int] = ()) -> str:
+    """The response text as graded and stored: `<think>` first when the prompt's chat template opened the
+    thinking block (DeepSeek-R1's distills end the prompt with '<think>'), so an answer is read only after the
+    model closes it and a response cut off mid-thought has none."""
+    text = tokenizer.decode(list(token_ids), skip_special_tokens=True)
+    return THINK_OPEN + text if prompt and prompt_opens_thinking(prompt, tokenizer) else text
+
+
+def prompt_opens_thinking(prompt: Sequence[int], tokenizer) -> bool:
+    """Whether the prompt ends inside a <think> block (an opening tag after the last closing one)."""
+    tail = tokenizer.decode(list(prompt[-PROMPT_TAIL_TOKENS:]), skip_special_tokens=False)
+    return tail.rfind(THINK_OPEN) > tail.rfind(THINK_CLOSE)

@@ -71,7 +71,8 @@ def test_a_response_cut_off_at_the_limit_is_never_a_correct_sample(tiny_model_di
     completions = [[Completion(ids, (0.0,) * len(ids), FINISH_LENGTH),
                     Completion(ids + (tokenizer.eos_token_id,), (0.0,) * (len(ids) + 1), FINISH_STOP)]]
     with CorrectnessRewards() as correctness:
-        cut, ended = sampling._judge([record], completions, tokenizer, correctness)[0]
+        cut, ended = sampling._judge([record], [sampling._request((), 2, 0, 0)], completions, tokenizer,
+                                     correctness)[0]
         assert correctness([record], [cut.response]) == [1.0]  # the text alone would pass
     assert (cut.truncated, cut.correct) == (True, False)
     assert (ended.truncated, ended.correct) == (False, True)

@@ -73,7 +73,7 @@ def sample_and_judge(model, tokenizer, model_path: str, records: Sequence[Prompt
             settings = SamplingSettings(max_new_tokens=max_response_tokens, temperature=temperature, seed=seed)
             requests = [_request(prompt_ids(record.problem, tokenizer), samples_per_problem, seed, start + offset)
                         for offset, record in enumerate(chunk)]
-            judged.extend(_judge(chunk, engine.generate(requests, settings), tokenizer, correctness))
+            judged.extend(_judge(chunk, requests, engine.generate(requests, settings), tokenizer, correctness))
             hooks.progress(len(judged) / len(records))
     finally:
         engine.close()
@@ -89,7 +89,7 @@ def _request(prompt: tuple[int, ...], samples: int, seed: int, record_index: int
                           sample_seeds=tuple(stream_seed(seed, record_index, sample) for sample in range(samples)))
 
 
-def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
+def _judge(records: Sequence[PromptRecord], requests: list, completions: list[list], tokenizer,
            correctness) -> list[list[JudgedSample]]:
     """Decode and verify each record's completions (one verifier call for the whole chunk)."""
     from training.prompting import decode_response
@@ -97,7 +97,8 @@ def _judge(records: Sequence[PromptRecord], completions: list[list], tokenizer,
 
     flat_records = [record for record, group in zip(records, completions) for _ in group]
     flat = [completion for group in completions for completion in group]
-    responses = [decode_response(completion.token_ids, tokenizer) for completion in flat]
+    responses = [decode_response(completion.token_ids, tokenizer, request.prompt_ids)
+                 for request, group in zip(requests, completions) for completion in group]
     rewards = iter(correctness(flat_records, responses))
     texts = iter(zip(flat, responses))
     judged = []
