@@ -79,9 +79,7 @@ def run_eval_job(eval_run: EvalRun) -> None:
             context.log(f"evaluating {entry.benchmark}")
             outcome = runner(entry, context)
             store_outcome(eval_run, outcome, progress=(position + 1) / len(runners))
-            context.log(f"{entry.benchmark}: score {outcome.score.score:.3f} "
-                        f"[{outcome.score.ci_low:.3f}, {outcome.score.ci_high:.3f}], "
-                        f"mean {outcome.score.mean_response_tokens:.1f} tokens")
+            context.log(f"{entry.benchmark}: {outcome.score.summary()}")
     except EvaluationStopped:
         raise JobCancelled() from None
     finally:

@@ -19,6 +19,10 @@ Loader = Callable[..., list[BenchmarkProblem]]  # (data_dir: Path, limit: int | 
 benchmark_registry = Registry("benchmark")
 
 
+# Where a base model's response on the plain "Problem: ...\nSolution:" template ends: it runs on into a next problem.
+PLAIN_TEMPLATE_STOPS = ("\nProblem:",)
+
+
 @dataclass(frozen=True)
 class LmEvalTask:
     """A benchmark as an lm-evaluation-harness task (evaluation.lm_eval_tasks writes its YAML config)."""
@@ -51,7 +55,7 @@ class BenchmarkSpec:
     instruction: str = BOXED_INSTRUCTION
     question: Callable[[BenchmarkProblem], str] = lambda problem: problem.prompt
     plain_prompt: bool = False
-    plain_stops: tuple[str, ...] = ("\nProblem:",)
+    plain_stops: tuple[str, ...] = PLAIN_TEMPLATE_STOPS
     needs_images: bool = False
     test_set: str | None = None  # code benchmarks: which tests are run (recorded with the result)
     lm_eval_task: LmEvalTask | None = None

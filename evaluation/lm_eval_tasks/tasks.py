@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from evaluation.benchmarks import LM_EVAL_TASKS, LmEvalTask
+from evaluation.benchmarks.spec import PLAIN_TEMPLATE_STOPS
 from evaluation.datasets.files import require_file
 
 TASK_PREFIX = "mirrorlab_"
@@ -44,9 +45,9 @@ class GenerationSettings:
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ValueError(f"temperature must be >= 0 and top_p in (0, 1], got {self.temperature} and {self.top_p}")
 
-    def generation_kwargs(self) -> dict:
+    def generation_kwargs(self, extra_stops: tuple[str, ...] = ()) -> dict:
         """lm-eval generation_kwargs: greedy at temperature 0, else sampling with temperature and top_p."""
-        kwargs = {"until": list(STOP_SEQUENCES), "max_gen_toks": self.max_tokens}
+        kwargs = {"until": [*STOP_SEQUENCES, *extra_stops], "max_gen_toks": self.max_tokens}
         if self.temperature == 0:
             return {**kwargs, "do_sample": False, "temperature": 0.0}
         return {**kwargs, "do_sample": True, "temperature": float(self.temperature), "top_p": float(self.top_p)}
@@ -109,7 +110,8 @@ def task_config(name: str, data_dir: Path, generation: GenerationSettings = DEFA
         # Every sample reaches process_results (lm-eval's default filter keeps only the first of the repeats).
         "filter_list": [{"name": "all_samples",
                          "filter": [{"function": "custom", "filter_fn": FunctionRef(f"{UTILS}.keep_all_samples")}]}],
-        "generation_kwargs": generation.generation_kwargs(),
+        # the plain template also stops where the built-in runner cuts (a base model's invented next problem)
+        "generation_kwargs": generation.generation_kwargs(extra_stops=() if chat else PLAIN_TEMPLATE_STOPS),
         "repeats": generation.samples_per_problem,
         "num_fewshot": 0,
         "metric_list": [{"metric": f"pass@{k}", "aggregation": "mean", "higher_is_better": True}

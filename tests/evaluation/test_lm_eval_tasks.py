@@ -102,6 +102,19 @@ def test_the_write_command_writes_every_present_task_with_the_sampling_settings(
     assert config["dataset_kwargs"]["data_files"]["test"] == str((data_dir / "math500" / "test.jsonl").resolve())
 
 
+def test_on_the_plain_template_lm_eval_stops_where_the_built_in_runner_cuts(tmp_path):
+    """A base model runs on into an invented "Problem:"; the built-in runner cuts there (plain_stops), so the
+    lm-eval task must stop there too, or the invented problem's box is graded. A chat prompt needs no such stop."""
+    from evaluation.benchmarks import BUILTIN_BENCHMARKS
+    from evaluation.lm_eval_tasks.tasks import STOP_SEQUENCES, task_config
+
+    data_dir = write_data_dir(tmp_path / "data", ["5"], [5])
+    plain = task_config("mirrorlab_aime24", data_dir)["generation_kwargs"]["until"]
+    chat = task_config("mirrorlab_aime24", data_dir, chat=True)["generation_kwargs"]["until"]
+    assert set(BUILTIN_BENCHMARKS["aime24"].plain_stops) <= set(plain) and "\nProblem:" in plain
+    assert chat == list(STOP_SEQUENCES)
+
+
 # ----------------------------------------------------------------------------- our process_results
 
 

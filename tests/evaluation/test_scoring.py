@@ -297,3 +297,13 @@ def test_numbers_group_by_their_exact_value_without_comparing_pairs_and_join_oth
     assert all("x = 1/2" in pair for pair in compared)  # only the answer without a value was compared
     assert majority_vote_accuracy([answers + ["7"] * 3], [[F] * 6 + [T] * 3], same_answer=same_value,
                                   value_key=value_key) == 0.0  # four votes for 1/2 beat three correct
+
+
+def test_the_progress_line_of_a_score_without_an_interval_says_so():
+    """A corpus metric (lm-eval's BLEU) has no interval: the worker's log line once formatted None and failed the
+    evaluation after its result was stored."""
+    score = BenchmarkScore(score=0.31, ci_low=None, ci_high=None, mean_response_tokens=42.0, num_problems=2,
+                           samples_per_problem=1, metrics={})
+    assert score.summary() == "score 0.310 (no interval), mean 42.0 tokens"
+    bounded = dataclasses.replace(score, ci_low=0.25, ci_high=0.375)
+    assert bounded.summary() == "score 0.310 [0.250, 0.375], mean 42.0 tokens"
