@@ -91,6 +91,17 @@ def test_a_benchmark_scored_by_several_suites_gets_one_series_per_suite():
                       ("aime24", 1): "aime24"}
 
 
+def test_two_suites_sharing_a_name_still_get_a_series_each():
+    """Suite names are unique within a project only: two projects' "long" suites (32k and 1k tokens) once made
+    one column, ranked against each other."""
+    from webapp.evals.benchmark_labels import suite_labels
+
+    labels = suite_labels([("math500", 1, "long"), ("math500", 2, "long"), ("math500", 3, "short"),
+                           ("aime24", 1, "long")])
+    assert labels == {("math500", 1): "math500 (long #1)", ("math500", 2): "math500 (long #2)",
+                      ("math500", 3): "math500 (short)", ("aime24", 1): "aime24"}
+
+
 def test_the_paired_change_interval_bootstraps_per_problem_differences():
     from evaluation.scoring import bootstrap_ci
     from webapp.pages.long2short_data import paired_change_interval
