@@ -222,7 +222,7 @@ class BenchmarkScore:
     metrics: dict
 
     def summary(self) -> str:
-        """One progress-log line: 'score 0.412 [0.380, 0.441], mean 812.3 tokens' (the interval only if there is one)."""
+        """A progress-log line: 'score 0.412 [0.380, 0.441], mean 812.3 tokens' (the interval only if there is one)."""
         interval = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else " (no interval)"
         return f"score {self.score:.3f}{interval}, mean {self.mean_response_tokens:.1f} tokens"
 

@@ -6,10 +6,10 @@ What runs is the response's code (extract_code) after what its task puts in fron
   prompt's imports and helpers (`List`, `poly`, `encode_cyclic`) are defined and the later def replaces the stub;
 - any other task (LiveCodeBench, RL code prompts) runs LiveCodeBench's import header first, as
   LiveCodeBench's own harness does, so a solution may use `List`, `defaultdict` or `gcd` without importing them.
-What goes in front is fixed text a response could have written itself, and checks never read the
-solution's namespace for anything they define (grading/sandbox/functional.py), so it cannot make a
-wrong program pass. Evaluation and RL rewards build their tasks with code_task(), so one response gets
-one verdict in both.
+What goes in front is fixed text a response could have written itself, and a check takes nothing but the
+candidate from the solution (grading/sandbox/functional.py; a stub task's prompt runs in front of its checks,
+so their helpers are the prompt's), so it cannot make a wrong program pass. Evaluation and RL rewards build
+their tasks with code_task(), so one response gets one verdict in both.
 """
 
 from __future__ import annotations
@@ -70,8 +70,38 @@ def code_task(prompt: str, test_cases: Sequence) -> CodeTask:
     names = {case.get("entry_point") for case in test_cases if case.get("kind") == "functional"}
     name = names.pop() if len(names) == 1 else None
     if isinstance(name, str) and name.isidentifier() and defines_function(prompt, name):
-        return CodeTask(prompt, test_cases, name)
+        return CodeTask(prompt, [prompt_before_check(case, prompt, name) for case in test_cases], name)
     return CodeTask(prompt, test_cases)
+
+
+# A stub task's check: the prompt's helpers, the dataset's check, and the entry point bound to the candidate when
+# the check runs (some checks call it by name, as HumanEval/33 does, where the prompt's stub would return None).
+STUB_TASK_CHECK = """{prompt}
+
+{test}
+
+_dataset_check = check
+
+
+def check(candidate):
+    globals()[{entry_point!r}] = candidate
+    _dataset_check(candidate)
+"""
+
+
+def stub_task_check(prompt: str, check_code: str, entry_point: str) -> str:
+    """The check code of a stub task's functional test, run after its prompt (STUB_TASK_CHECK)."""
+    return STUB_TASK_CHECK.format(prompt=prompt, test=check_code, entry_point=entry_point)
+
+
+def prompt_before_check(case, prompt: str, entry_point: str):
+    """A functional test of a stub task with the prompt run first in its check (stub_task_check), so the helpers
+    the check calls (poly, encode_cyclic) are the prompt's own: the checker takes nothing but the candidate
+    from the solution (grading/sandbox/functional.py). A check that already starts with the prompt (the
+    HumanEval loader's) is left as it is."""
+    if not isinstance(case, dict) or case.get("kind") != "functional" or case.get("code", "").startswith(prompt):
+        return case
+    return {**case, "code": stub_task_check(prompt, case["code"], entry_point)}
 
 
 def defines_function(source: str, name: str) -> bool:

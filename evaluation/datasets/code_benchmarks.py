@@ -9,6 +9,7 @@ from typing import Any
 
 from evaluation.datasets.files import check_limit, field_of, read_json, read_jsonl
 from evaluation.datasets.problems import BenchmarkProblem, DatasetError
+from grading.programs import stub_task_check
 
 LEETCODE_METHOD = re.compile(r"^\s+def (\w+)\(self\b", re.MULTILINE)
 QUESTION_MARKER = "Question: "
@@ -126,21 +127,6 @@ def load_livecodebench(data_dir: Path, limit: int | None = None) -> list[Benchma
     return problems
 
 
-# The prompt's helpers, the dataset's check, and the entry point bound to the candidate when the check runs
-# (some checks call it by name, as in HumanEval/33, where the prompt's stub would return None).
-HUMANEVAL_CHECK = """{prompt}
-
-{test}
-
-_dataset_check = check
-
-
-def check(candidate):
-    globals()[{entry_point!r}] = candidate
-    _dataset_check(candidate)
-"""
-
-
 def load_humaneval(data_dir: Path, limit: int | None = None) -> list[BenchmarkProblem]:
     """HumanEval (164 problems); one functional test case: the check(candidate) function, after the prompt.
 
@@ -156,8 +142,8 @@ def load_humaneval(data_dir: Path, limit: int | None = None) -> list[BenchmarkPr
         problems.append(BenchmarkProblem(
             problem_id=field_of(record, "task_id", str, location),
             prompt=field_of(record, "prompt", str, location),
-            test_cases=[{"kind": "functional", "entry_point": entry_point, "code": HUMANEVAL_CHECK.format(
-                prompt=field_of(record, "prompt", str, location), test=check_code, entry_point=entry_point)}],
+            test_cases=[{"kind": "functional", "entry_point": entry_point, "code": stub_task_check(
+                field_of(record, "prompt", str, location), check_code, entry_point)}],
             metadata={"source": "HumanEval", "entry_point": entry_point,
                       "canonical_solution": record.get("canonical_solution")},
         ))

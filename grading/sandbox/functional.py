@@ -5,9 +5,11 @@ the check's source (CHECK_FD):
 - the solution process closes CHECK_FD unread, runs the solution in a fresh module, and then serves
   calls: it evaluates the entry point and answers each call with the return value or the exception;
 - the checker process (the harness itself, the run's main process) compiles and runs the check in a
-  namespace of its own. `candidate`, and any helper the check takes from the solution (HumanEval's
-  poly, encode_cyclic), are RemoteFunction proxies: the arguments go over as plain data, and the
-  answer comes back decoded into plain builtin values (wire.py), which the check compares itself.
+  namespace of its own. `candidate` is a RemoteFunction proxy: the arguments go over as plain data, and the
+  answer comes back decoded into plain builtin values (wire.py), which the check compares itself. Nothing
+  else comes from the solution: a helper the check calls (HumanEval's poly, encode_cyclic) is the check's own
+  (grading.programs.code_task runs a stub prompt in front of it), or the check fails; a helper taken from
+  the solution could be redefined to agree with a wrong answer.
 The verdict is the checker's exit status: 0 only when check(candidate) returned. Nothing the solution
 can reach decides it: it never holds the check (so no expected output, no token), shares no memory,
 builtins or modules with the checker, cannot read or trace it (non-dumpable, no /proc/<pid>/mem; ptrace
@@ -19,7 +21,6 @@ the same way, never with status 0: a signal is raised again, so a CPU-limit kill
 import builtins
 import os
 import signal
-import types
 
 from grading.sandbox import linux, running, wire
 
@@ -89,9 +90,8 @@ class SolutionServer:
     def answer(self, request):
         """["ok", value] or ["raise", type name, message, traceback] for one request of the checker."""
         try:
-            if request[0] == "begin":  # [_, names]: the candidate, and the solution's globals the check uses
-                value = {"candidate": EVALUATE(self.entry_point, self.namespace),
-                         "globals": {name: self.namespace[name] for name in request[1] if name in self.namespace}}
+            if request[0] == "begin":  # the candidate, nothing else of the solution's
+                value = {"candidate": EVALUATE(self.entry_point, self.namespace)}
             else:  # ["call", index, arguments, keyword arguments]
                 value = self.callables[request[1]](*wire.decode(request[2]), **wire.decode(request[3]))
             return ["ok", wire.encode(value, self.register)]
@@ -200,23 +200,12 @@ def run_check(channel, source):
 
     linecache.cache[CHECK_FILE] = (len(source), None, source.splitlines(True), CHECK_FILE)
     code = compile(source, CHECK_FILE, "exec")
-    wanted = sorted(name for name in global_names(code) if not name.startswith("__") and not hasattr(builtins, name))
-    begun = channel.ask(["begin", wanted])
-    if not (isinstance(begun, dict) and isinstance(begun.get("globals"), dict) and "candidate" in begun):
+    begun = channel.ask(["begin"])
+    if not (isinstance(begun, dict) and "candidate" in begun):
         channel.end("the solution process sent a malformed reply")
-    helpers = {name: value for name, value in begun["globals"].items() if name in wanted}
-    namespace = {**helpers, "__name__": "check", "__builtins__": builtins}
+    namespace = {"__name__": "check", "__builtins__": builtins}  # the check defines (or imports) all it uses
     exec(code, namespace)
     namespace["check"](begun["candidate"])
-
-
-def global_names(code):
-    """Every name the code (and the functions it defines) may look up as a global."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= global_names(constant)
-    return names
 
 
 def ended_like(solution, reason):

@@ -17,6 +17,7 @@ import json
 import os
 import posix
 import resource
+import signal
 import sys
 
 from grading.sandbox import functional, linux, running
@@ -80,8 +81,42 @@ def refuse_program_start(*arguments, **keywords):
     raise PermissionError(errno.EPERM, "starting other programs is not allowed in the sandbox")
 
 
+def become_reaper_of_the_run():
+    """Fork; the child returns to run the program, and this process stays as the run's reaper: a child subreaper
+    (every orphan of the run comes back to it) that waits for the program, then kills whatever the run left
+    (kill(-1): every process of the PID namespace but init and itself) and reaps it all, so that each process's
+    CPU time adds up in the run's total (init's wait gathers it), and exits with the program's status (128 + N
+    for signal N, as an init reports it). Without it, children the program never waited for died with the
+    namespace uncounted, and work split over them escaped the CPU limit. A program that kills its reaper ends
+    as killed, never as passed."""
+    linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    program = os.fork()
+    if program == 0:
+        return
+    os.closerange(0, CHECK_FD + 1)  # only the program holds the run's pipes (and the judge's end-of-output)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    status = 0
+    while True:
+        pid, wait_status = os.wait()
+        if pid == program:
+            status = wait_status
+            break
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # nothing left
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def main(program_fd=PROGRAM_FD, ready_fd=READY_FD, check_fd=CHECK_FD):
     """Entry point inside the sandbox; never returns."""
+    become_reaper_of_the_run()
     program = read_program(program_fd)
     lower_limits(program["rlimits"])
     fresh_stdio()

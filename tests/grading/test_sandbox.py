@@ -110,15 +110,27 @@ def test_a_solution_that_exits_before_the_check_is_not_accepted(judge):
     assert judge.judge(fake_marker, CLOSE_ELEMENTS_TESTS).verdict == WRONG_ANSWER
 
 
-def test_a_check_may_call_helpers_the_solution_defines(judge):
-    solution = "def encode(text):\n    return text[::-1]\n\ndef decode(text):\n    return text[::-1]\n"
-    tests = [{"kind": "functional", "entry_point": "decode", "code": program("""
+def test_a_check_takes_nothing_but_the_candidate_from_the_solution(judge):
+    """A helper the check calls but does not define once came from the solution, which could redefine it to
+    agree with a wrong answer (identity encode and decode passed). Now the check fails on it, whatever the
+    solution defines; a stub task's helpers come from its prompt (grading.programs.code_task)."""
+    from grading.programs import code_task
+
+    honest = "def encode(text):\n    return text[::-1]\n\ndef decode(text):\n    return text[::-1]\n"
+    identity = "def encode(text):\n    return text\n\ndef decode(text):\n    return text\n"
+    check = program("""
         def check(candidate):
             for word in ("abc", "sandbox", ""):
                 assert candidate(encode(word)) == word
-    """)}]
-    assert judge.judge(solution, tests).verdict == ACCEPTED
-    assert judge.judge(solution.replace("return text[::-1]\n\n", "return text\n\n"), tests).verdict == WRONG_ANSWER
+    """)
+    tests = [{"kind": "functional", "entry_point": "decode", "code": check}]
+    for solution in (honest, identity):
+        result = judge.judge(solution, tests)
+        assert result.verdict == RUNTIME_ERROR and "NameError" in result.detail, result.detail
+    stub = "def encode(text):\n    return text[::-1]\n\n\ndef decode(text):\n    \"\"\"Undo encode.\"\"\"\n"
+    task = code_task(stub, tests)
+    assert judge.judge(honest, task.test_cases).verdict == ACCEPTED
+    assert judge.judge(identity, task.test_cases).verdict == WRONG_ANSWER  # the prompt's encode, not its own
 
 
 def test_functional_results_cross_as_plain_values(judge):

@@ -276,6 +276,50 @@ def test_cpu_time_split_over_forked_children_counts_as_a_whole(backend):
         assert quick.verdict == ACCEPTED, quick
 
 
+UNWAITED_SPINNERS = """
+    import os, time
+    def spin(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+    def spend_in_children():
+        for _ in range(2):
+            if os.fork() == 0:
+                spin(0.8)
+                time.sleep(60)  # alive, and never waited for
+        time.sleep(2.5)  # wall time while they spin
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cpu_time_of_children_never_waited_for_still_counts(backend):
+    """The program leaves its working children running and exits at once (os._exit): once, they died with the
+    sandbox's namespace uncounted and 1.6 s of CPU under a 1 s limit was accepted; a functional solution did
+    the same inside a call. The run's reaper now kills and reaps them, so their time counts."""
+    reason = skip_reason(backend)
+    if reason:
+        pytest.skip(reason)
+    stdin_program = program(UNWAITED_SPINNERS) + program("""
+        spend_in_children()
+        print(3, flush=True)
+        os._exit(0)
+    """)
+    functional_solution = program(UNWAITED_SPINNERS) + program("""
+        def has_close_elements(numbers, threshold):
+            if not getattr(has_close_elements, "spent", False):
+                has_close_elements.spent = True
+                spend_in_children()
+            return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])
+    """)
+    limits = SandboxLimits(time_seconds=1, wall_seconds=8, memory_mb=256, output_bytes=1 << 20, file_bytes=16 << 20)
+    with CodeJudge(backend=backend, limits=limits) as judge:
+        result = judge.judge(stdin_program, [{"kind": "stdin", "input": "", "output": "3"}])
+        assert result.verdict == TIME_LIMIT, result
+        assert judge.judge(functional_solution, CLOSE_ELEMENTS_TESTS).verdict == TIME_LIMIT
+        quick = stdin_program.replace("spin(0.8)", "spin(0.2)").replace("time.sleep(2.5)", "time.sleep(0.6)")
+        assert judge.judge(quick, [{"kind": "stdin", "input": "", "output": "3"}]).verdict == ACCEPTED
+
+
 def test_exit_and_quit_end_a_program_normally(judge):
     for ending in ("exit()", "quit()", "exit(0)", "import sys\nsys.exit()"):
         result = judge.run(f"print(7)\n{ending}\nprint(8)\n")

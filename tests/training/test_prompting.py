@@ -16,8 +16,9 @@ def test_prompt_ids_use_the_plain_template_or_the_chat_template(tiny_model_dir):
         tokenizer("<user>Compute 1+2.\n\nBox it.<assistant>").input_ids)
 
 
-OPENS_THINKING = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}<assistant><think>\n"
-THINKING_OFF = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}<assistant><think>\n\n</think>\n\n"
+TURNS = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}<assistant>"
+OPENS_THINKING = TURNS + "<think>\n"
+THINKING_OFF = TURNS + "<think>\n\n</think>\n\n"
 
 
 def test_a_response_to_a_template_that_opened_thinking_is_graded_after_the_model_closes_it(tiny_model_dir):
