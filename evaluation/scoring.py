@@ -209,6 +209,11 @@ def accuracy_by_length_bins(lengths: Sequence[int], correct: Sequence[bool], bin
     return rows
 
 
+# How a result's score reads, in its metrics: a 0-1 fraction (every built-in benchmark; shown as a percent) or a
+# raw value (an lm-eval metric such as BLEU's 0-100 or a perplexity), and whether higher is better.
+SCORE_SCALE, FRACTION, RAW, HIGHER_IS_BETTER = "score_scale", "fraction", "raw", "higher_is_better"
+
+
 @dataclass(frozen=True)
 class BenchmarkScore:
     """One benchmark's result, shaped like webapp's BenchmarkResult row (scores 0 to 1, lengths in tokens)."""

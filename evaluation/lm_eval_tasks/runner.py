@@ -31,7 +31,9 @@ from typing import Any, Iterator, Sequence
 
 from evaluation.lm_eval_tasks.tasks import TASK_PREFIX, TASKS, GenerationSettings, write_task_files
 from evaluation.outcome import BenchmarkOutcome, SampleOutcome, truncation_applied, truncation_metadata, votes
-from evaluation.scoring import BenchmarkScore, bootstrap_ci, score_benchmark
+from evaluation.scoring import (
+    FRACTION, HIGHER_IS_BETTER, RAW, SCORE_SCALE, BenchmarkScore, bootstrap_ci, score_benchmark,
+)
 from evaluation.suite_config import LM_EVAL_PREFIX, BenchmarkSettings
 from grading.verifier.equivalence import same_value
 from grading.verifier.fast_compare import value_key
@@ -429,14 +431,27 @@ def _outcome(settings: BenchmarkSettings, name: str, results: dict, runs: list[_
                                 [[row.response_tokens for row in rows] for rows in problems],
                                 [[votes(row, counts_wrong) for row in rows] for rows in problems],
                                 same_answer=same_value, value_key=value_key)
-        main_metric = "pass@1"
+        main_metric, scale = "pass@1", {SCORE_SCALE: FRACTION, HIGHER_IS_BETTER: True}
     else:
         score, main_metric = _builtin_score(name, results, runs, problems)
+        scale = _score_scale(score, runs, results.get("higher_is_better", {}).get(name, {}), main_metric)
     metadata = {"runner": "lm-eval", "lm_eval_version": lm_eval.__version__, "lm_eval_task": name,
-                "lm_eval_subtasks": [run.name for run in runs], "main_metric": main_metric,
+                "lm_eval_subtasks": [run.name for run in runs], "main_metric": main_metric, **scale,
                 "lm_eval_metrics": {run.name: run.metrics for run in runs} if several else runs[0].metrics,
                 **run_metadata, **truncation_metadata(samples, counts_wrong)}
     return BenchmarkOutcome(benchmark=settings.benchmark, score=score, samples=samples, metadata=metadata)
+
+
+def _score_scale(score: BenchmarkScore, runs: list[_TaskRun], higher_is_better: dict, main_metric: str) -> dict:
+    """How to read a built-in task's score: a 0-1 fraction (accuracy, exact match: shown as a percent) only when
+    it and every problem's value lie in [0, 1]; else raw (BLEU's 0-100, a perplexity above 1, a corpus metric
+    with no per-problem values), shown as it is. lm-eval's higher_is_better gives the direction (a lower
+    perplexity is the better one)."""
+    values = [value for run in runs for value in run.problem_values]
+    fraction = bool(values) and all(value is not None and 0.0 <= value <= 1.0 for value in values) \
+        and 0.0 <= score.score <= 1.0
+    return {SCORE_SCALE: FRACTION if fraction else RAW,
+            HIGHER_IS_BETTER: higher_is_better.get(main_metric.split(",", 1)[0]) is not False}
 
 
 def _prefixed(row: SampleOutcome, task_name: str) -> SampleOutcome:

@@ -225,6 +225,28 @@ def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
         sample.response == choices[label] for sample, (_, choices, label) in zip(outcome.samples, rows)]
     assert outcome.score.score == pytest.approx(sum(sample.correct for sample in outcome.samples) / 3)
     assert outcome.metadata["main_metric"] == "acc,none" and outcome.score.mean_response_tokens == 0
+    assert (outcome.metadata["score_scale"], outcome.metadata["higher_is_better"]) == ("fraction", True)
+
+
+def test_a_perplexity_task_is_stored_on_its_own_scale_with_lower_better(tmp_path, tiny):
+    """A corpus metric above 1 (lm-eval's word perplexity) is no fraction to show as a percent, and its lowest
+    value is the best: the result says so (tables read it: tests/webapp/test_benchmark_tables.py)."""
+    (tmp_path / "text.jsonl").write_text("".join(json.dumps({"text": text}) + "\n"
+                                                 for text in ("two plus two is four", "one and one make two")))
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "user_ppl.yaml").write_text(
+        "task: user_ppl\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {tmp_path / 'text.jsonl'}\ntest_split: test\noutput_type: loglikelihood_rolling\n"
+        "doc_to_text: ''\ndoc_to_target: '{{text}}'\n"
+        "metric_list:\n  - metric: word_perplexity\n    aggregation: weighted_perplexity\n"
+        "    higher_is_better: false\n")
+    model, tokenizer = tiny
+    outcome = run_lm_eval_task(settings("user_ppl"), model, tokenizer, data_dir=tmp_path, seed=0,
+                               include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
+    assert outcome.score.score > 1 and outcome.score.ci_low is None
+    assert (outcome.metadata["score_scale"], outcome.metadata["higher_is_better"]) == ("raw", False)
+    assert outcome.metadata["main_metric"] == "word_perplexity,none"
+    assert "no interval" in outcome.score.summary()
 
 
 def test_a_task_that_samples_by_its_own_config_keeps_sampling_under_a_greedy_suite(tmp_path, tiny):

@@ -58,7 +58,7 @@ def evaluations(project, paper_suite, checkpoint, alice):
 def cell(score, low, high, tokens, problems, samples, best):
     return {"score": score, "ci_low": low, "ci_high": high, "mean_tokens": tokens, "num_problems": problems,
             "samples_per_problem": samples, "best": best, "extraction_policy": "", "audit_samples": None,
-            "audit_disagreements": None, "audit_disagreement": None}
+            "audit_disagreements": None, "audit_disagreement": None, "unit": "percent"}
 
 
 def test_json_holds_the_numbers_in_percent_in_the_suite_order(api_for, alice, evaluations, paper_suite):
@@ -335,3 +335,31 @@ def test_the_schema_serializers_describe_the_json(api_for, alice, evaluations, p
     assert set(BenchmarkTableSerializer().fields) == set(table)
     assert set(BenchmarkTableRowSerializer().fields) == set(row)
     assert set(BenchmarkTableCellSerializer().fields) == set(row["cells"]["aime24"])
+
+
+def test_an_lm_eval_metric_on_its_own_scale_is_shown_as_it_is_and_lower_can_be_better(project, paper_suite, alice):
+    """BLEU (0-100) once showed as 2562.0 "percent" and a perplexity's highest, the worst, was marked best."""
+    from webapp.evals.tables import build_table
+
+    runs = []
+    for model, bleu, perplexity in (("a", 25.62, 12.34), ("b", 12.0, 9.87)):
+        evaluation = EvalRun.objects.create(project=project, suite=paper_suite, model=model, owner=alice,
+                                            status="succeeded")
+        BenchmarkResult.objects.bulk_create([
+            BenchmarkResult(eval_run=evaluation, benchmark="lm-eval:truthfulqa_gen", score=bleu, ci_low=bleu - 5,
+                            ci_high=bleu + 5, num_problems=2, metrics={
+                                "score_scale": "raw", "higher_is_better": True, "main_metric": "bleu_max,none"}),
+            BenchmarkResult(eval_run=evaluation, benchmark="lm-eval:wikitext", score=perplexity, num_problems=2,
+                            metrics={"score_scale": "raw", "higher_is_better": False,
+                                     "main_metric": "word_perplexity,none"}),
+            BenchmarkResult(eval_run=evaluation, benchmark="math500", score=0.5 if model == "a" else 0.25,
+                            num_problems=2)])
+        runs.append(EvalRun.objects.prefetch_related("results").select_related("suite").get(pk=evaluation.pk))
+    table = build_table(runs)
+    cells = {column: [row.cells[index] for row in table.rows] for index, column in enumerate(table.columns)}
+    bleu, perplexity, math = (cells["lm-eval:truthfulqa_gen"], cells["lm-eval:wikitext"], cells["math500"])
+    assert [(c.score, c.ci_low, c.unit, c.best) for c in bleu] == [(25.6, 20.6, "bleu_max", True),
+                                                                     (12.0, 7.0, "bleu_max", False)]
+    assert [(c.score, c.unit, c.best) for c in perplexity] == [(12.3, "word_perplexity", False),
+                                                              (9.9, "word_perplexity", True)]
+    assert [(c.score, c.unit, c.best) for c in math] == [(50.0, "percent", True), (25.0, "percent", False)]

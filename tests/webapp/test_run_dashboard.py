@@ -104,6 +104,16 @@ def test_benchmark_series_follow_the_runs_succeeded_evaluations(run, suite, prom
     assert series["aime24"]["trend"] is None  # one point with a length: no line
 
 
+def test_accuracy_charts_leave_out_lm_eval_metrics_on_their_own_scale(run, suite):
+    """A BLEU of 25.6 (0-100) or a perplexity is no accuracy: tables show it, the charts' percent axes do not."""
+    evaluate(run, suite, 10, {"math500": (0.2, 1000.0), "lm-eval:wikitext": (12.3, None)})
+    BenchmarkResult.objects.filter(benchmark="lm-eval:wikitext").update(
+        metrics={"score_scale": "raw", "higher_is_better": False})
+    evaluate(run, suite, 20, {"lm-eval:mmlu": (0.4, None)})  # lm-eval's accuracy: a fraction, charted
+    BenchmarkResult.objects.filter(benchmark="lm-eval:mmlu").update(metrics={"score_scale": "fraction"})
+    assert sorted(benchmark_series(run)) == ["lm-eval:mmlu", "math500"]
+
+
 def test_each_suite_scoring_a_benchmark_is_its_own_series_and_a_rerun_counts_once(run, suite, project):
     """Two suites may score math500 at other token limits: one trend across both would mix them."""
     long = BenchmarkSuite.objects.create(project=project, name="long", benchmarks=suite.benchmarks)

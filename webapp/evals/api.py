@@ -366,18 +366,21 @@ class BenchmarkTableQuerySerializer(serializers.Serializer):
 class BenchmarkTableCellSerializer(serializers.Serializer):
     """Describes one cell of tables.table_to_json for the OpenAPI schema."""
 
-    score = serializers.FloatField(help_text="Pass@1 in percent, one decimal (77.5).")
-    ci_low = serializers.FloatField(allow_null=True, help_text="95% confidence interval, low end, percent.")
-    ci_high = serializers.FloatField(allow_null=True, help_text="95% confidence interval, high end, percent.")
+    score = serializers.FloatField(help_text="Pass@1 in percent, one decimal (77.5); in `unit` where that is not "
+                                             "percent (an lm-eval metric on its own scale: BLEU, a perplexity).")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95% confidence interval, low end, in `unit`.")
+    ci_high = serializers.FloatField(allow_null=True, help_text="95% confidence interval, high end, in `unit`.")
     mean_tokens = serializers.IntegerField(allow_null=True, help_text="Mean response length, tokens.")
     num_problems = serializers.IntegerField()
     samples_per_problem = serializers.IntegerField()
-    best = serializers.BooleanField(help_text="The column's top score (ties included; needs two scores or more).")
+    best = serializers.BooleanField(help_text="The column's best score (the lowest where lower is better; ties "
+                                              "included; needs two scores or more).")
     extraction_policy = serializers.CharField(help_text="How final answers were extracted; empty where none are.")
     audit_samples = serializers.IntegerField(allow_null=True, help_text="The latest grader audit's samples.")
     audit_disagreements = serializers.IntegerField(allow_null=True, help_text="Of them, those it graded otherwise.")
     audit_disagreement = serializers.FloatField(allow_null=True, help_text="Disagreements in percent of audited "
                                                                            "samples, one decimal.")
+    unit = serializers.CharField(help_text="'percent', or the lm-eval metric a raw score is a value of ('bleu_max').")
 
 
 class BenchmarkTableRowSerializer(serializers.Serializer):

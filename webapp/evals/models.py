@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
+from evaluation.scoring import FRACTION, HIGHER_IS_BETTER, RAW, SCORE_SCALE
 from webapp.jobs import Job
 from webapp.projects.models import Project, ProjectScopedQuerySet
 
@@ -58,6 +60,14 @@ class EvalRun(Job):
 
 class EvalScopedQuerySet(ProjectScopedQuerySet):
     project_path = "eval_run__project"
+
+
+class BenchmarkResultQuerySet(EvalScopedQuerySet):
+    def fractions(self):
+        """Results whose score is a 0-1 fraction: what accuracy charts plot (an lm-eval metric on its own scale,
+        BLEU or a perplexity, is in tables and exports only)."""
+        # has_key first: on a row without the key the comparison alone is NULL, and NOT NULL would drop the row
+        return self.exclude(Q(metrics__has_key=SCORE_SCALE) & Q(**{f"metrics__{SCORE_SCALE}": RAW}))
 
 
 class GraderAudit(Job):
@@ -118,7 +128,7 @@ class BenchmarkResult(models.Model):
     audit_disagreements = models.PositiveIntegerField(
         null=True, blank=True, help_text="Samples whose second verdict differs from the stored one.")
 
-    objects = EvalScopedQuerySet.as_manager()
+    objects = BenchmarkResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["eval_run", "benchmark"]
@@ -128,6 +138,24 @@ class BenchmarkResult(models.Model):
     def extraction_policy(self) -> str:
         """How final answers were extracted ("" for benchmarks that extract none, or results from before)."""
         return self.metrics.get("extraction_policy", "") if isinstance(self.metrics, dict) else ""
+
+    @property
+    def score_is_fraction(self) -> bool:
+        """Whether score is a 0-1 fraction (shown as a percent); False for an lm-eval metric on its own scale
+        (BLEU's 0-100, a perplexity), shown as it is. Every built-in benchmark's is a fraction."""
+        return not isinstance(self.metrics, dict) or self.metrics.get(SCORE_SCALE, FRACTION) == FRACTION
+
+    @property
+    def higher_is_better(self) -> bool:
+        """False for a metric where lower is better (lm-eval's perplexities)."""
+        return not isinstance(self.metrics, dict) or self.metrics.get(HIGHER_IS_BETTER) is not False
+
+    @property
+    def score_unit(self) -> str:
+        """"percent", or the lm-eval metric a raw score is a value of ("bleu_max")."""
+        if self.score_is_fraction:
+            return "percent"
+        return str(self.metrics.get("main_metric", "value")).split(",", 1)[0]
 
     def other_metrics(self) -> dict:
         """The metrics other than the grading ones (pass@k, maj@k, runner...)."""

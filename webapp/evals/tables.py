@@ -30,7 +30,8 @@ FILE_NAME_IDS = 10  # evaluation ids spelled out in a file name; more are counte
 
 @dataclass(frozen=True)
 class TableCell:
-    """One model's result on one benchmark: score and interval in percent (one decimal), tokens whole."""
+    """One model's result on one benchmark: score and interval in percent (one decimal), or for an lm-eval metric
+    on its own scale in that metric's unit (`unit` names it: "bleu_max"); tokens whole."""
 
     score: float
     ci_low: float | None
@@ -43,6 +44,7 @@ class TableCell:
     audit_samples: int | None = None  # the latest grader audit: samples graded again (None: never audited)
     audit_disagreements: int | None = None
     audit_disagreement: float | None = None  # disagreements / audited samples, percent with one decimal
+    unit: str = "percent"
 
 
 @dataclass(frozen=True)
@@ -153,23 +155,34 @@ def build_table(evaluations: Sequence[EvalRun], name: str = "benchmark-table") -
     return BenchmarkTable(name, tuple(columns), rows, suites.pop() if len(suites) == 1 else None)
 
 
+def shown(result: BenchmarkResult, value: float | None) -> float | None:
+    """A score (or an interval end) as tables show it: a fraction in percent, a raw metric's value as it is, one
+    decimal, halves up."""
+    if result.score_is_fraction or value is None or not math.isfinite(value):
+        return percent(value)
+    return float(_round_half_up(value, "0.1"))
+
+
 def _cell(result: BenchmarkResult | None, best_score: float | None) -> TableCell | None:
-    score = percent(result.score) if result is not None else None
+    score = shown(result, result.score) if result is not None else None
     if score is None:
         return None
-    return TableCell(score=score, ci_low=percent(result.ci_low), ci_high=percent(result.ci_high),
+    return TableCell(score=score, ci_low=shown(result, result.ci_low), ci_high=shown(result, result.ci_high),
                      mean_tokens=whole_tokens(result.mean_response_tokens), num_problems=result.num_problems,
                      samples_per_problem=result.samples_per_problem, best=score == best_score,
                      extraction_policy=result.extraction_policy, audit_samples=result.audit_samples,
                      audit_disagreements=result.audit_disagreements,
-                     audit_disagreement=percent(result.audit_disagreement_rate))
+                     audit_disagreement=percent(result.audit_disagreement_rate), unit=result.score_unit)
 
 
 def _best_score(results: Iterable[BenchmarkResult | None]) -> float | None:
-    """The column's top displayed score, or None when fewer than two models have one (nothing to compare)."""
-    scores = [percent(result.score) for result in results if result is not None]
-    scores = [score for score in scores if score is not None]
-    return max(scores) if len(scores) >= 2 else None
+    """The column's best displayed score (the lowest where lower is better: a perplexity), or None when fewer
+    than two models have one (nothing to compare)."""
+    present = [result for result in results if result is not None]
+    scores = [score for score in (shown(result, result.score) for result in present) if score is not None]
+    if len(scores) < 2:
+        return None
+    return max(scores) if present[0].higher_is_better else min(scores)
 
 
 def _suite_positions(suite: BenchmarkSuite) -> dict[str, int]:
@@ -236,7 +249,8 @@ def _cell_json(cell: TableCell) -> dict:
     return {"score": cell.score, "ci_low": cell.ci_low, "ci_high": cell.ci_high, "mean_tokens": cell.mean_tokens,
             "num_problems": cell.num_problems, "samples_per_problem": cell.samples_per_problem, "best": cell.best,
             "extraction_policy": cell.extraction_policy, "audit_samples": cell.audit_samples,
-            "audit_disagreements": cell.audit_disagreements, "audit_disagreement": cell.audit_disagreement}
+            "audit_disagreements": cell.audit_disagreements, "audit_disagreement": cell.audit_disagreement,
+            "unit": cell.unit}
 
 
 CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "num_problems", "samples_per_problem", "extraction_policy",

@@ -207,7 +207,7 @@ def checkpoint_results(run_ids: Sequence[int], variant_ids: Sequence[int]) -> li
     each `benchmark` named per suite ("benchmark (suite)" where several suites scored it: one series each)."""
     sources = Q(eval_run__checkpoint__run_id__in=run_ids) | Q(eval_run__checkpoint__variant_id__in=variant_ids)
     rows = list(
-        BenchmarkResult.objects.filter(sources, eval_run__status=JobStatus.SUCCEEDED)
+        BenchmarkResult.objects.fractions().filter(sources, eval_run__status=JobStatus.SUCCEEDED)
         .annotate(run_id=F("eval_run__checkpoint__run_id"), variant_id=F("eval_run__checkpoint__variant_id"),
                   iteration=F("eval_run__checkpoint__iteration"), tokens=tokens_until_checkpoint(),
                   suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))

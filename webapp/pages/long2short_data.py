@@ -108,7 +108,7 @@ def evaluated_results(parent: RLRun, variants: Sequence[Long2ShortVariant]) -> l
     "benchmark" names the series (benchmark_labels.suite_labels: "benchmark (suite)" where suites differ)."""
     sources = Q(eval_run__checkpoint__run=parent) | Q(eval_run__checkpoint__variant__in=[v.pk for v in variants])
     rows = list(
-        BenchmarkResult.objects.filter(sources, eval_run__status=JobStatus.SUCCEEDED)
+        BenchmarkResult.objects.fractions().filter(sources, eval_run__status=JobStatus.SUCCEEDED)
         .annotate(checkpoint_id=F("eval_run__checkpoint_id"), run_id=F("eval_run__checkpoint__run_id"),
                   variant_id=F("eval_run__checkpoint__variant_id"), iteration=F("eval_run__checkpoint__iteration"),
                   suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))

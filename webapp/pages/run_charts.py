@@ -66,7 +66,7 @@ def benchmark_series(run: RLRun) -> dict[str, dict[str, Any]]:
     A series holds one suite's results only (two suites may score one benchmark at other token limits or sample
     counts), labelled "benchmark (suite)" where several suites scored the benchmark; a checkpoint evaluated
     twice on one suite counts once, with its latest evaluation."""
-    results = (BenchmarkResult.objects
+    results = (BenchmarkResult.objects.fractions()
                .filter(eval_run__checkpoint__run=run, eval_run__status=JobStatus.SUCCEEDED)
                .order_by("benchmark", "eval_run__suite__name", "eval_run__checkpoint__iteration", "eval_run_id")
                .values_list("benchmark", "eval_run__suite_id", "eval_run__suite__name",
