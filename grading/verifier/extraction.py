@@ -12,8 +12,8 @@ A reasoning model is graded on what it writes after its thinking (grading.thinki
 <think> ... </think> are drafts, and a response whose thinking never closes gave no answer.
 Boxes in one run joined by commas, "and" or "or" ("$\\boxed{1}$ and $\\boxed{-2}$") are one list, never equal to
 a single reference. Hack-prone responses extract nothing: under both policies, boxes that differ in value and
-stand apart ("\\boxed{0.5}. ... Final: \\boxed{\\frac13}") and responses beyond MAX_RESPONSE_CHARACTERS
-(extraction must stay cheap); under flexible, a last
+stand apart ("\\boxed{0.5}. ... Final: \\boxed{\\frac13}") and responses whose text after thinking goes beyond
+MAX_RESPONSE_CHARACTERS (extraction must stay cheap: 0.2 s a million characters); under flexible, a last
 answer line that guesses or takes its answer back ("Maybe the answer is $12\\pi$? That seems too small"),
 which leaves only a final expression line.
 """
@@ -71,7 +71,7 @@ _MAX_EXPRESSION_LINE = 200
 _DANGLING_OPERATOR = re.compile(r"(?:[-+*/×÷=^]|\\(?:cdot|times|div))\s*$")
 _NUMBERS_AND_OPERATORS = re.compile(r"[\d\s.,()+\-*/×÷=]+")
 _SIMPLE_NUMBER = re.compile(r"\s*[-+]?\s*\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?\s*")
-MAX_RESPONSE_CHARACTERS = 200_000
+MAX_RESPONSE_CHARACTERS = 1_000_000  # a long CoT of 128k tokens without <think> tags is about 500k characters
 
 
 def boxed_answers(text: str, inside_text_too: bool = False) -> list[str]:
@@ -323,10 +323,8 @@ def _later_doubt(text: str) -> bool:
 def extract_answer(response: str, policy: str = FLEXIBLE) -> str | None:
     """The final answer of a response under the policy (see the module docstring), or None."""
     check_policy(policy)
-    if len(response) > MAX_RESPONSE_CHARACTERS:
-        return None
     response = after_thinking(response)
-    if response is None:
+    if response is None or len(response) > MAX_RESPONSE_CHARACTERS:  # the thinking is never parsed: not counted
         return None
     boxes = _answer_boxes(response)
     if boxes:

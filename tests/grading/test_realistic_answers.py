@@ -362,3 +362,15 @@ def test_degenerate_root_signs_and_box_gaps_do_not_crash_or_stall(verifier):
 ])
 def test_a_final_answer_heading_then_a_sentence(verifier, response, reference, correct):
     assert_graded(verifier, response, reference, correct)
+
+
+def test_a_long_chain_of_thought_is_read_after_its_thinking_and_up_to_a_million_characters(verifier):
+    """A 300,000-character thinking block (a long CoT of about 75k tokens) once put the response over the
+    200,000-character cap, so its answer was never read; the thinking is not parsed and does not count, and
+    an untagged long CoT of 500,000 characters (128k tokens) is read too. Beyond the cap: no answer."""
+    thinking = "<think>" + "Let me try another case. " * 12_000 + "</think>"
+    assert len(thinking) > 200_000
+    assert_graded(verifier, thinking + "\nThe answer is $\\boxed{204}$.", "204", True)
+    untagged = "Let me try another case. " * 20_000 + "\nThe answer is $\\boxed{204}$."
+    assert_graded(verifier, untagged, "204", True)
+    assert extract_answer("x " * 500_001 + "\\boxed{204}") is None
