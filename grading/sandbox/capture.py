@@ -59,10 +59,11 @@ class RunCapture:
         try:
             while self.selector.get_map():
                 events = self.selector.select(max(0.0, self.deadline - time.monotonic()))
-                if not events and time.monotonic() >= self.deadline:
-                    self.on_deadline()
                 for key, _ in events:
                     self.on_readable(key.fd)
+                # checked while output keeps coming too: a steady writer gets no reprieve from the wall-clock limit
+                if self.selector.get_map() and time.monotonic() >= self.deadline:
+                    self.on_deadline()
         finally:
             self.close()
         self.capture.ended_at = self.capture.ended_at or time.monotonic()
