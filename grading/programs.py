@@ -80,10 +80,7 @@ STUB_TASK_CHECK = """{prompt}
 
 {test}
 
-_dataset_check = check
-
-
-def check(candidate):
+def check(candidate, _dataset_check=check):  # the check above, held here: a check wrapped twice calls down, not itself
     globals()[{entry_point!r}] = candidate
     _dataset_check(candidate)
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from grading.thinking import THINK_CLOSE, THINK_OPEN
@@ -43,11 +44,23 @@ def response_ids(response: str, tokenizer) -> tuple[int, ...]:
 
 
 def decode_response(token_ids, tokenizer, prompt: Sequence[int] = ()) -> str:
-    """The response text as graded and stored: `<think>` first when the prompt's chat template opened the
-    thinking block (DeepSeek-R1's distills end the prompt with '<think>'), so an answer is read only after the
-    model closes it and a response cut off mid-thought has none."""
-    text = tokenizer.decode(list(token_ids), skip_special_tokens=True)
+    """The response text as graded and stored: special tokens left out except the thinking tags (a tokenizer may
+    register them as special: dropped, the answer could not be told from the thinking), and `<think>` first
+    when the prompt's chat template opened the thinking block (DeepSeek-R1's distills end the prompt with
+    '<think>'), so an answer is read only after the model closes it and a response cut off mid-thought has none."""
+    dropped = _special_ids_but_thinking(tokenizer, len(tokenizer))  # the size: tokens added later are seen
+    text = tokenizer.decode([token for token in token_ids if token not in dropped], skip_special_tokens=False)
     return THINK_OPEN + text if prompt and prompt_opens_thinking(prompt, tokenizer) else text
+
+
+@functools.lru_cache(maxsize=8)
+def _special_ids_but_thinking(tokenizer, size: int) -> frozenset[int]:
+    """Ids decode(skip_special_tokens=True) would drop, less those of the thinking tags."""
+    special = set(tokenizer.all_special_ids)
+    special |= {token_id for token_id, token in getattr(tokenizer, "added_tokens_decoder", {}).items()
+                if getattr(token, "special", False)}
+    return frozenset(token_id for token_id in special
+                     if tokenizer.convert_ids_to_tokens(token_id) not in (THINK_OPEN, THINK_CLOSE))
 
 
 def prompt_opens_thinking(prompt: Sequence[int], tokenizer) -> bool:

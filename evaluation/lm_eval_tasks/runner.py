@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import tempfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ from grading.verifier.fast_compare import value_key
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 DEFAULT_BATCH_SIZE = 16
+# lm-eval metrics on scales of their own (BLEU, chrF and TER on 0-100, perplexities, bits per byte, the max and
+# diff of sentence BLEU/ROUGE); bleu_acc and rouge1_acc are fractions
+RAW_METRIC = re.compile(r"bleu|sacrebleu|chrf|ter|bits_per_byte|\w*perplexity|(?:bleu|rouge\w*)_(?:max|diff)",
+                        re.IGNORECASE)
 
 
 class LmEvalTaskError(RuntimeError):
@@ -444,14 +449,16 @@ def _outcome(settings: BenchmarkSettings, name: str, results: dict, runs: list[_
 
 def _score_scale(score: BenchmarkScore, runs: list[_TaskRun], higher_is_better: dict, main_metric: str) -> dict:
     """How to read a built-in task's score: a 0-1 fraction (accuracy, exact match: shown as a percent) only when
-    it and every problem's value lie in [0, 1]; else raw (BLEU's 0-100, a perplexity above 1, a corpus metric
-    with no per-problem values), shown as it is. lm-eval's higher_is_better gives the direction (a lower
-    perplexity is the better one)."""
+    the metric is none of lm-eval's known raw ones (RAW_METRIC) and it and every problem's value lie in
+    [0, 1]; else raw (BLEU's 0-100, a perplexity above 1, a corpus metric with no per-problem values), shown as
+    it is. The name decides first, so one metric reads the same in every evaluation (a low BLEU whose values all
+    fall under 1 is still BLEU). lm-eval's higher_is_better gives the direction (a lower perplexity is better)."""
+    metric = main_metric.split(",", 1)[0]
     values = [value for run in runs for value in run.problem_values]
-    fraction = bool(values) and all(value is not None and 0.0 <= value <= 1.0 for value in values) \
-        and 0.0 <= score.score <= 1.0
+    fraction = not RAW_METRIC.fullmatch(metric) and bool(values) \
+        and all(value is not None and 0.0 <= value <= 1.0 for value in values) and 0.0 <= score.score <= 1.0
     return {SCORE_SCALE: FRACTION if fraction else RAW,
-            HIGHER_IS_BETTER: higher_is_better.get(main_metric.split(",", 1)[0]) is not False}
+            HIGHER_IS_BETTER: higher_is_better.get(metric) is not False}
 
 
 def _prefixed(row: SampleOutcome, task_name: str) -> SampleOutcome:

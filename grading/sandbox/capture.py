@@ -61,8 +61,10 @@ class RunCapture:
                 events = self.selector.select(max(0.0, self.deadline - time.monotonic()))
                 for key, _ in events:
                     self.on_readable(key.fd)
-                # checked while output keeps coming too: a steady writer gets no reprieve from the wall-clock limit
-                if self.selector.get_map() and time.monotonic() >= self.deadline:
+                # while the run goes on, checked even as output keeps coming (a steady writer gets no reprieve);
+                # once it has ended, only when its pipes fall quiet (what is left is drained, not timed out)
+                running = self.done_fd in self.selector.get_map()
+                if (running or not events) and self.selector.get_map() and time.monotonic() >= self.deadline:
                     self.on_deadline()
         finally:
             self.close()

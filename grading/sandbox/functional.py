@@ -52,7 +52,7 @@ def run(program, check_fd):
     for fd in (requests_read, replies_write):
         os.close(fd)
     channel = Channel(requests_write, replies_read)
-    status = check_status(channel, read_check(check_fd))
+    status = check_status(channel, read_check(check_fd), program["entry_point"])
     return ended_like(solution, channel.broken) if channel.broken else status
 
 
@@ -176,10 +176,10 @@ def rebuilt_exception(type_name, message, traceback_text):
     return error
 
 
-def check_status(channel, source):
+def check_status(channel, source, entry_point):
     """Run the check: 0 when check(candidate) returned, CHECK_FAILED on AssertionError, else a failure."""
     try:
-        run_check(channel, source)
+        run_check(channel, source, entry_point)
         return 0
     except AssertionError:
         running.print_traceback()
@@ -194,8 +194,9 @@ def check_status(channel, source):
         return 1
 
 
-def run_check(channel, source):
-    """Compile and run the check's code, then check(candidate), in a namespace the solution never sees."""
+def run_check(channel, source, entry_point):
+    """Compile and run the check's code, then check(candidate), in a namespace the solution never sees; a check
+    that calls the entry point by name (MBPP's `assert add(1, 2) == 3`) calls the candidate."""
     import linecache
 
     linecache.cache[CHECK_FILE] = (len(source), None, source.splitlines(True), CHECK_FILE)
@@ -203,7 +204,9 @@ def run_check(channel, source):
     begun = channel.ask(["begin"])
     if not (isinstance(begun, dict) and "candidate" in begun):
         channel.end("the solution process sent a malformed reply")
-    namespace = {"__name__": "check", "__builtins__": builtins}  # the check defines (or imports) all it uses
+    namespace = {"__name__": "check", "__builtins__": builtins}  # the check defines (or imports) all else it uses
+    if isinstance(entry_point, str) and entry_point.isidentifier():
+        namespace[entry_point] = begun["candidate"]  # the check's own definitions still override it
     exec(code, namespace)
     namespace["check"](begun["candidate"])
 

@@ -93,6 +93,7 @@ def become_reaper_of_the_run():
     program = os.fork()
     if program == 0:
         return
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # its exit status is the verdict's: not readable or traceable
     os.closerange(0, CHECK_FD + 1)  # only the program holds the run's pipes (and the judge's end-of-output)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     status = 0

@@ -19,7 +19,7 @@ class SandboxLimits:
         the warm interpreter has already mapped.
     output_bytes: stdout cap (stderr too); a run printing more is killed with output_limit.
     file_bytes: the largest file (RLIMIT_FSIZE) and the size of the run's private scratch tmpfs.
-    processes: processes and threads of the worker's uid (RLIMIT_NPROC).
+    processes: processes and threads of the worker's uid (RLIMIT_NPROC), the run's reaper not counted.
     open_files: file descriptors (RLIMIT_NOFILE).
     stack_mb: stack (RLIMIT_STACK), for deeply recursive solutions.
     """
@@ -55,7 +55,7 @@ class SandboxLimits:
             resource.RLIMIT_CPU: (cpu, cpu + 1),
             resource.RLIMIT_AS: (self.memory_mb * MIB,) * 2,
             resource.RLIMIT_FSIZE: (self.file_bytes,) * 2,
-            resource.RLIMIT_NPROC: (self.processes,) * 2,
+            resource.RLIMIT_NPROC: (self.processes + 1,) * 2,  # + the run's reaper (harness.py)
             resource.RLIMIT_NOFILE: (self.open_files,) * 2,
             resource.RLIMIT_STACK: (self.stack_mb * MIB,) * 2,
             resource.RLIMIT_CORE: (0, 0),

@@ -315,3 +315,23 @@ def test_the_reference_answer_of_a_logged_lm_eval_sample():
     tests = "def check(candidate):\n" + "    assert candidate(1) == 2\n" * 500  # a code task's target
     assert _reference_answer({"target": tests}, "generate_until") == tests[:REFERENCE_CHARS]
     assert _reference_answer({"target": 9, "arguments": "not the usual shape"}, "multiple_choice") == "9"
+
+
+def test_a_metric_known_to_have_its_own_scale_stays_raw_whatever_its_values():
+    """BLEU whose sentence scores all fall under 1 (a weak model) is still BLEU on 0-100: decided by the name, so
+    two evaluations of one task never read one metric two ways; an unknown metric is read from its values."""
+    from evaluation.lm_eval_tasks.runner import _score_scale, _TaskRun
+    from evaluation.scoring import BenchmarkScore
+
+    def scale(metric: str, values: list[float | None]) -> tuple[str, bool]:
+        run = _TaskRun("t", [], values, f"{metric},none", {})
+        score = BenchmarkScore(score=sum(v or 0 for v in values) / len(values), ci_low=None, ci_high=None,
+                               mean_response_tokens=1.0, num_problems=len(values), samples_per_problem=1, metrics={})
+        result = _score_scale(score, [run], {"word_perplexity": False}, f"{metric},none")
+        return result["score_scale"], result["higher_is_better"]
+
+    assert scale("bleu_max", [0.4, 0.9]) == ("raw", True)
+    assert scale("word_perplexity", [None, None]) == ("raw", False)
+    assert scale("bleu_acc", [0.0, 1.0]) == ("fraction", True)
+    assert scale("acc", [0.0, 1.0]) == ("fraction", True)
+    assert scale("custom_score", [3.0, 1.0]) == ("raw", True)

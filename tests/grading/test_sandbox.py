@@ -133,6 +133,24 @@ def test_a_check_takes_nothing_but_the_candidate_from_the_solution(judge):
     assert judge.judge(identity, task.test_cases).verdict == WRONG_ANSWER  # the prompt's encode, not its own
 
 
+def test_a_check_may_call_the_entry_point_by_name_and_a_check_wrapped_twice_still_runs(judge):
+    """MBPP-style checks call the function by name (`assert add(1, 2) == 3`) under a prose prompt: that name is
+    the candidate. A stub task's check already wrapped (stub_task_check) and wrapped again must not recurse."""
+    from grading.programs import code_task, stub_task_check
+
+    check = "def check(candidate):\n    assert add(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+    tests = [{"kind": "functional", "entry_point": "add", "code": check}]
+    prose = code_task("Write a function add(a, b) returning a + b.", tests)
+    assert judge.judge("def add(a, b):\n    return a + b\n", prose.test_cases).verdict == ACCEPTED
+    assert judge.judge("def add(a, b):\n    return a - b\n", prose.test_cases).verdict == WRONG_ANSWER
+    stub = "def add(a, b):\n    \"\"\"a + b\"\"\"\n"
+    once = [{**tests[0], "code": stub_task_check("\n" + stub, check, "add")}]  # not starting with the prompt
+    twice = code_task(stub, once).test_cases
+    assert twice[0]["code"].count("_dataset_check=check") == 2
+    assert judge.judge("def add(a, b):\n    return a + b\n", twice).verdict == ACCEPTED
+    assert judge.judge("def add(a, b):\n    return a * b\n", twice).verdict == WRONG_ANSWER
+
+
 def test_functional_results_cross_as_plain_values(judge):
     solution = program("""
         from collections import Counter, namedtuple

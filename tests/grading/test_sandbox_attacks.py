@@ -320,6 +320,30 @@ def test_cpu_time_of_children_never_waited_for_still_counts(backend):
         assert judge.judge(quick, [{"kind": "stdin", "input": "", "output": "3"}]).verdict == ACCEPTED
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killing_the_reaper_is_no_pass_and_the_reaper_takes_no_process_slot(backend):
+    """The reaper's exit status is the run's: a program that kills it ends as killed, its right output
+    notwithstanding. The reaper is not one of the program's `processes` (init, the program and 6 children fit in
+    8, as before it existed)."""
+    reason = skip_reason(backend)
+    if reason:
+        pytest.skip(reason)
+    kill_reaper = "import os, signal\nprint(3, flush=True)\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    six_children = program("""
+        import os, time
+        for _ in range(6):
+            if os.fork() == 0:
+                time.sleep(2)
+                os._exit(0)
+        print(6, flush=True)
+    """)
+    limits = SandboxLimits(time_seconds=2, wall_seconds=8, memory_mb=256, output_bytes=1 << 20, file_bytes=16 << 20,
+                           processes=8)
+    with CodeJudge(backend=backend, limits=limits, workers=1) as judge:
+        assert judge.judge(kill_reaper, [{"kind": "stdin", "input": "", "output": "3"}]).verdict == RUNTIME_ERROR
+        assert judge.judge(six_children, [{"kind": "stdin", "input": "", "output": "6"}]).verdict == ACCEPTED
+
+
 def test_exit_and_quit_end_a_program_normally(judge):
     for ending in ("exit()", "quit()", "exit(0)", "import sys\nsys.exit()"):
         result = judge.run(f"print(7)\n{ending}\nprint(8)\n")

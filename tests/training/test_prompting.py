@@ -52,3 +52,18 @@ def test_a_response_to_a_template_that_opened_thinking_is_graded_after_the_model
         texts, correct = results[name]
         assert not any(text.startswith("<think>") for text in texts)
         assert correct == [1.0, 1.0, 0.0]  # no opened block: the first response's box is its answer
+
+
+def test_thinking_tags_registered_as_special_tokens_are_kept_and_other_special_tokens_dropped(tiny_model_dir):
+    """A tokenizer may make <think> and </think> special tokens: decoded away, the response's closing tag was lost
+    and (its prompt having opened the block) no response was ever graded. End-of-sequence still goes."""
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    tokenizer.chat_template = OPENS_THINKING
+    prompt = prompt_ids("3+4", tokenizer)
+    response = tokenizer("ok 3+4=7 </think> The answer is \\boxed{7}", add_special_tokens=False).input_ids
+    text = decode_response(response + [tokenizer.eos_token_id], tokenizer, prompt)
+    assert text.startswith("<think>") and "</think>" in text and tokenizer.eos_token not in text
+    from grading.verifier import extract_answer
+
+    assert extract_answer(text) == "7"

@@ -94,20 +94,21 @@ def test_unfinished_evaluations_count_only_when_asked(api_for, alice, evaluation
     assert named.status_code == 200 and named.json()["rows"] == []
 
 
-def test_csv_has_one_header_row_and_eight_columns_per_benchmark(api_for, alice, evaluations, paper_suite):
+def test_csv_has_one_header_row_and_nine_columns_per_benchmark(api_for, alice, evaluations, paper_suite):
     response = api_for(alice).get(URL, {"suite": paper_suite.pk, "format": "csv"})
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     fields = ("score", "ci_low", "ci_high", "mean_tokens", "num_problems", "samples_per_problem",
-              "extraction_policy", "audit_disagreement")
+              "extraction_policy", "audit_disagreement", "unit")
     assert rows[0] == ["evaluation", "model", *(f"{benchmark} {field}" for benchmark in
                                                 ("aime24", "math500", "lm-eval:mmlu_pro") for field in fields)]
     assert rows[1] == [str(evaluations["ours"].pk), "long_cot #1 @ 40", "77.5", "70.1", "84.2", "1234", "30", "8",
-                       "", "", "90.0", "88.0", "92.0", "801", "500", "4", "", "", "40.0", "", "", "", "100", "1",
-                       "", ""]
+                       "", "", "percent", "90.0", "88.0", "92.0", "801", "500", "4", "", "", "percent", "40.0", "",
+                       "", "", "100", "1", "", "", "percent"]
     assert rows[2] == [str(evaluations["baseline"].pk), "Qwen/Qwen2.5-7B", "50.0", "40.0", "60.0", "2000", "30",
-                       "8", "", "", "95.0", "93.0", "97.0", "900", "500", "4", "", "", *[""] * 8]
+                       "8", "", "", "percent", "95.0", "93.0", "97.0", "900", "500", "4", "", "", "percent",
+                       *[""] * 9]
     assert len(rows) == 3
 
 

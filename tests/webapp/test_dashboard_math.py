@@ -100,6 +100,8 @@ def test_two_suites_sharing_a_name_still_get_a_series_each():
                            ("aime24", 1, "long")])
     assert labels == {("math500", 1): "math500 (long #1)", ("math500", 2): "math500 (long #2)",
                       ("math500", 3): "math500 (short)", ("aime24", 1): "aime24"}
+    tricky = suite_labels([("math500", 2, "long"), ("math500", 3, "long"), ("math500", 5, "long #2")])
+    assert len(set(tricky.values())) == 3, tricky  # a suite named like another's label still gets its own
 
 
 def test_the_paired_change_interval_bootstraps_per_problem_differences():

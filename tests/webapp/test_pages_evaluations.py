@@ -65,6 +65,15 @@ def test_evaluation_page_shows_results_in_suite_order_with_score_ci_and_tokens(c
     assert f'{page("evaluation-samples", scored_evaluation)}?benchmark=math500' in content
 
 
+def test_evaluation_page_shows_an_lm_eval_metric_on_its_own_scale_as_it_is(client_for, bob, scored_evaluation):
+    BenchmarkResult.objects.create(eval_run=scored_evaluation, benchmark="lm-eval:truthfulqa_gen", score=25.62,
+                                   ci_low=20.61, ci_high=30.6, num_problems=2, metrics={
+                                       "score_scale": "raw", "main_metric": "bleu_max,none"})
+    content = client_for(bob).get(page("evaluation-detail", scored_evaluation)).content.decode()
+    assert "25.6 bleu_max" in content and "20.6 bleu_max – 30.6 bleu_max" in content
+    assert "2562" not in content and "62.5%" in content  # a fraction stays a percent
+
+
 def test_evaluation_page_links_the_checkpoints_run(client_for, alice, run, suite):
     checkpoint = Checkpoint.objects.create(project=run.project, run=run, iteration=3, path="/tmp/ckpt")
     evaluation = EvalRun.objects.create(project=run.project, suite=suite, checkpoint=checkpoint, owner=alice)

@@ -16,8 +16,10 @@ def suite_labels(results: Iterable[tuple[str, int, str]]) -> dict[tuple[str, int
         names[(benchmark, suite_id)] = suite_name
     suites = Counter(benchmark for benchmark, _ in names)
     named = Counter((benchmark, name) for (benchmark, _), name in names.items())
-    return {(benchmark, suite_id): _label(benchmark, suite_id, name, suites[benchmark], named[(benchmark, name)])
-            for (benchmark, suite_id), name in names.items()}
+    labels = {(benchmark, suite_id): _label(benchmark, suite_id, name, suites[benchmark], named[(benchmark, name)])
+              for (benchmark, suite_id), name in names.items()}
+    taken = Counter(labels.values())  # a suite may itself be named "long #2": then the ids go on until unique
+    return {key: label if taken[label] == 1 else f"{label} #{key[1]}" for key, label in labels.items()}
 
 
 def _label(benchmark: str, suite_id: int, suite_name: str, suites: int, suites_so_named: int) -> str:

@@ -179,6 +179,8 @@ def _best_score(results: Iterable[BenchmarkResult | None]) -> float | None:
     """The column's best displayed score (the lowest where lower is better: a perplexity), or None when fewer
     than two models have one (nothing to compare)."""
     present = [result for result in results if result is not None]
+    if len({(result.score_unit, result.higher_is_better) for result in present}) > 1:
+        return None  # one metric read two ways in one column (results stored before the scale was): no ranking
     scores = [score for score in (shown(result, result.score) for result in present) if score is not None]
     if len(scores) < 2:
         return None
@@ -254,14 +256,14 @@ def _cell_json(cell: TableCell) -> dict:
 
 
 CSV_FIELDS = ("score", "ci_low", "ci_high", "mean_tokens", "num_problems", "samples_per_problem", "extraction_policy",
-              "audit_disagreement")
+              "audit_disagreement", "unit")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell starting so as a formula (OWASP)
 
 
 def table_to_csv(table: BenchmarkTable) -> str:
     """One header row ("evaluation", "model", then per benchmark "<benchmark> score|ci_low|ci_high|mean_tokens|
-    num_problems|samples_per_problem|extraction_policy|audit_disagreement" (percent of audited samples)); empty =
-    missing.
+    num_problems|samples_per_problem|extraction_policy|audit_disagreement|unit" (audit_disagreement: percent of
+    audited samples; unit: "percent" or a raw lm-eval metric's name)); empty = missing.
 
     Numbers are written bare, text quoted and spreadsheet-safe (csv_text).
     """

@@ -35,6 +35,16 @@ def percent(fraction, digits: int = 1) -> str:
 
 
 @register.filter
+def result_score(result, field: str = "score") -> str:
+    """A benchmark result's score (or ci_low, ci_high) as tables show it: '45.7%' for a fraction, '25.6 bleu_max'
+    for an lm-eval metric on its own scale; empty when missing."""
+    value = tables.shown(result, getattr(result, field))
+    if value is None:
+        return ""
+    return f"{value:.1f}%" if result.score_is_fraction else f"{value:.1f} {result.score_unit}"
+
+
+@register.filter
 def scientific(value, digits: int = 1) -> str:
     """0.000000213 -> '2.1e-07' (small values such as a sampler-trainer KL); empty for None or a missing value."""
     if value is None or value == "":
