@@ -207,16 +207,21 @@ def test_the_registry_runs_lm_eval_benchmarks_in_an_evaluation_context(tmp_path,
     assert any("lm-evaluation-harness" in line for line in lines)
 
 
+def write_user_task(folder, name: str, rows: list[dict], body: str) -> None:
+    """A user's lm-eval task `name` over `rows` (a JSONL file in folder), its YAML `body` after the data lines."""
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (folder / "tasks").mkdir()
+    (folder / "tasks" / f"{name}.yaml").write_text(
+        f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {folder / f'{name}.jsonl'}\ntest_split: test\n" + body)
+
+
 def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
     rows = [("2+2=", ["4", "5"], 0), ("1+1=", ["3", "2"], 1), ("3+3=", ["6", "1"], 0)]
-    (tmp_path / "mc.jsonl").write_text("".join(json.dumps({"question": question, "choices": choices, "label": label})
-                                               + "\n" for question, choices, label in rows))
-    (tmp_path / "tasks").mkdir()
-    (tmp_path / "tasks" / "user_mc.yaml").write_text(
-        "task: user_mc\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {tmp_path / 'mc.jsonl'}\ntest_split: test\noutput_type: multiple_choice\n"
-        "doc_to_text: '{{question}}'\ndoc_to_choice: '{{choices}}'\ndoc_to_target: label\n"
-        "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n")
+    write_user_task(tmp_path, "user_mc", [{"question": q, "choices": c, "label": label} for q, c, label in rows],
+                    "output_type: multiple_choice\n"
+                    "doc_to_text: '{{question}}'\ndoc_to_choice: '{{choices}}'\ndoc_to_target: label\n"
+                    "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n")
     model, tokenizer = tiny
     outcome = run_lm_eval_task(settings("user_mc"), model, tokenizer, data_dir=tmp_path, seed=0,
                                include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
@@ -231,15 +236,10 @@ def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
 def test_a_perplexity_task_is_stored_on_its_own_scale_with_lower_better(tmp_path, tiny):
     """A corpus metric above 1 (lm-eval's word perplexity) is no fraction to show as a percent, and its lowest
     value is the best: the result says so (tables read it: tests/webapp/test_benchmark_tables.py)."""
-    (tmp_path / "text.jsonl").write_text("".join(json.dumps({"text": text}) + "\n"
-                                                 for text in ("two plus two is four", "one and one make two")))
-    (tmp_path / "tasks").mkdir()
-    (tmp_path / "tasks" / "user_ppl.yaml").write_text(
-        "task: user_ppl\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {tmp_path / 'text.jsonl'}\ntest_split: test\noutput_type: loglikelihood_rolling\n"
-        "doc_to_text: ''\ndoc_to_target: '{{text}}'\n"
-        "metric_list:\n  - metric: word_perplexity\n    aggregation: weighted_perplexity\n"
-        "    higher_is_better: false\n")
+    write_user_task(tmp_path, "user_ppl", [{"text": "two plus two is four"}, {"text": "one and one make two"}],
+                    "output_type: loglikelihood_rolling\ndoc_to_text: ''\ndoc_to_target: '{{text}}'\n"
+                    "metric_list:\n  - metric: word_perplexity\n    aggregation: weighted_perplexity\n"
+                    "    higher_is_better: false\n")
     model, tokenizer = tiny
     outcome = run_lm_eval_task(settings("user_ppl"), model, tokenizer, data_dir=tmp_path, seed=0,
                                include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
@@ -252,16 +252,13 @@ def test_a_perplexity_task_is_stored_on_its_own_scale_with_lower_better(tmp_path
 def test_a_task_that_samples_by_its_own_config_keeps_sampling_under_a_greedy_suite(tmp_path, tiny):
     """A self-consistency task (do_sample, repeats: 4): the suite's default temperature 0 must not make its
     samples four copies of the greedy answer; the suite's token limit still applies."""
-    (tmp_path / "qa.jsonl").write_text("".join(json.dumps({"question": f"{a}+{a}=", "answer": str(2 * a)}) + "\n"
-                                               for a in (1, 2)))
-    (tmp_path / "tasks").mkdir()
-    (tmp_path / "tasks" / "user_sc.yaml").write_text(
-        "task: user_sc\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {tmp_path / 'qa.jsonl'}\ntest_split: test\noutput_type: generate_until\nrepeats: 4\n"
-        "doc_to_text: '{{question}}'\ndoc_to_target: answer\n"
-        "generation_kwargs:\n  until: ['<never>']\n  do_sample: true\n  temperature: 1.0\n  max_gen_toks: 64\n"
-        "filter_list:\n  - name: all\n    filter:\n      - function: take_first_k\n        k: 4\n"
-        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
+    write_user_task(tmp_path, "user_sc", [{"question": f"{a}+{a}=", "answer": str(2 * a)} for a in (1, 2)],
+                    "output_type: generate_until\nrepeats: 4\n"
+                    "doc_to_text: '{{question}}'\ndoc_to_target: answer\n"
+                    "generation_kwargs:\n  until: ['<never>']\n  do_sample: true\n  temperature: 1.0\n"
+                    "  max_gen_toks: 64\n"
+                    "filter_list:\n  - name: all\n    filter:\n      - function: take_first_k\n        k: 4\n"
+                    "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
     model, tokenizer = tiny
     outcome = run_lm_eval_task(settings("user_sc", max_tokens=12, limit=2), model, tokenizer, data_dir=tmp_path,
                                seed=0, include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
