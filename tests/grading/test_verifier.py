@@ -146,7 +146,7 @@ def test_the_flexible_policy_reads_answer_lines_and_final_expressions(response, 
 @pytest.mark.parametrize("response", [
     "First \\boxed{1}, then \\boxed{2}, finally \\boxed{3}.",  # several different boxed answers
     "Thinking...\nSo it is probably 9 or so.",  # a last line of prose
-    "x" * 300_000 + "\\boxed{7}",  # beyond the response limit
+    "x" * 1_000_001 + "\\boxed{7}",  # beyond the response limit (MAX_RESPONSE_CHARACTERS)
 ])
 def test_hedged_or_oversized_responses_extract_nothing(response):
     assert extract_answer(response) is None
