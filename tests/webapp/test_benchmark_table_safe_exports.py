@@ -58,13 +58,13 @@ def test_csv_neutralises_formulas_keeps_rows_whole_and_numbers_bare(api_for, ali
     assert len(text.splitlines()) == len(HOSTILE_NAMES) + 1  # no CR or LF left inside a name for any reader
     rows = list(csv.reader(io.StringIO(text, newline=""), quoting=csv.QUOTE_NONNUMERIC))  # unquoted -> float
     assert len(rows) == len(HOSTILE_NAMES) + 1
-    assert rows[0][2:10] == ["math500 score", "math500 ci_low", "math500 ci_high", "math500 mean_tokens",
+    assert rows[0][2:11] == ["math500 score", "math500 ci_low", "math500 ci_high", "math500 mean_tokens",
                              "math500 num_problems", "math500 samples_per_problem", "math500 extraction_policy",
-                             "math500 audit_disagreement"]
-    assert rows[0][10] == f"'{HOSTILE_BENCHMARK} score"
+                             "math500 audit_disagreement", "math500 unit"]
+    assert rows[0][11] == f"'{HOSTILE_BENCHMARK} score"
     for evaluation, (name, (csv_cell, _, _)), row in zip(hostile_evaluations, HOSTILE_NAMES.items(), rows[1:]):
         assert row[:2] == [float(evaluation.pk), csv_cell], name
-        assert row[2:10] == [50.0, -0.3, 75.0, 100.0, 10.0, 1.0, "'=1+1", ""]  # a negative number stays a number
+        assert row[2:11] == [50.0, -0.3, 75.0, 100.0, 10.0, 1.0, "'=1+1", "", "percent"]  # -0.3 stays a number
 
 
 def test_markdown_shows_hostile_names_literally(api_for, alice, hostile_evaluations):
