@@ -65,5 +65,11 @@ def _special_ids_but_thinking(tokenizer, size: int) -> frozenset[int]:
 
 def prompt_opens_thinking(prompt: Sequence[int], tokenizer) -> bool:
     """Whether the prompt ends inside a <think> block (an opening tag after the last closing one)."""
-    tail = tokenizer.decode(list(prompt[-PROMPT_TAIL_TOKENS:]), skip_special_tokens=False)
-    return tail.rfind(THINK_OPEN) > tail.rfind(THINK_CLOSE)
+    return _tail_opens_thinking(tokenizer, tuple(prompt[-PROMPT_TAIL_TOKENS:]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tail_opens_thinking(tokenizer, tail: tuple[int, ...]) -> bool:
+    """Cached: the n samples of a prompt share its tail, decoded once."""
+    text = tokenizer.decode(list(tail), skip_special_tokens=False)
+    return text.rfind(THINK_OPEN) > text.rfind(THINK_CLOSE)

@@ -96,11 +96,9 @@ def become_reaper_of_the_run():
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # its exit status is the verdict's: not readable or traceable
     os.closerange(0, CHECK_FD + 1)  # only the program holds the run's pipes (and the judge's end-of-output)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    status = 0
-    while True:
-        pid, wait_status = os.wait()
+    while True:  # orphans of the run are reaped on the way
+        pid, status = os.wait()
         if pid == program:
-            status = wait_status
             break
     try:
         os.kill(-1, signal.SIGKILL)

@@ -207,24 +207,26 @@ def test_the_registry_runs_lm_eval_benchmarks_in_an_evaluation_context(tmp_path,
     assert any("lm-evaluation-harness" in line for line in lines)
 
 
-def write_user_task(folder, name: str, rows: list[dict], body: str) -> None:
-    """A user's lm-eval task `name` over `rows` (a JSONL file in folder), its YAML `body` after the data lines."""
+def run_user_task(folder, tiny, name: str, rows: list[dict], body: str, **overrides):
+    """Write a user's lm-eval task `name` over `rows` (a JSONL file in folder), its YAML `body` after the data
+    lines, and run it on the tiny model (`overrides`: the suite's settings); its BenchmarkOutcome."""
     (folder / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (folder / "tasks").mkdir()
     (folder / "tasks" / f"{name}.yaml").write_text(
         f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
         f"    test: {folder / f'{name}.jsonl'}\ntest_split: test\n" + body)
+    model, tokenizer = tiny
+    return run_lm_eval_task(settings(name, **overrides), model, tokenizer, data_dir=folder, seed=0,
+                            include_path=[folder / "tasks"], cache_dir=folder / "hf-cache")
 
 
 def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
     rows = [("2+2=", ["4", "5"], 0), ("1+1=", ["3", "2"], 1), ("3+3=", ["6", "1"], 0)]
-    write_user_task(tmp_path, "user_mc", [{"question": q, "choices": c, "label": label} for q, c, label in rows],
+    records = [{"question": q, "choices": c, "label": label} for q, c, label in rows]
+    outcome = run_user_task(tmp_path, tiny, "user_mc", records,
                     "output_type: multiple_choice\n"
                     "doc_to_text: '{{question}}'\ndoc_to_choice: '{{choices}}'\ndoc_to_target: label\n"
                     "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n")
-    model, tokenizer = tiny
-    outcome = run_lm_eval_task(settings("user_mc"), model, tokenizer, data_dir=tmp_path, seed=0,
-                               include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
     assert [sample.response in choices for sample, (_, choices, _) in zip(outcome.samples, rows)] == [True] * 3
     assert [sample.correct for sample in outcome.samples] == [
         sample.response == choices[label] for sample, (_, choices, label) in zip(outcome.samples, rows)]
@@ -236,13 +238,11 @@ def test_a_users_multiple_choice_task_reports_the_chosen_option(tmp_path, tiny):
 def test_a_perplexity_task_is_stored_on_its_own_scale_with_lower_better(tmp_path, tiny):
     """A corpus metric above 1 (lm-eval's word perplexity) is no fraction to show as a percent, and its lowest
     value is the best: the result says so (tables read it: tests/webapp/test_benchmark_tables.py)."""
-    write_user_task(tmp_path, "user_ppl", [{"text": "two plus two is four"}, {"text": "one and one make two"}],
+    records = [{"text": "two plus two is four"}, {"text": "one and one make two"}]
+    outcome = run_user_task(tmp_path, tiny, "user_ppl", records,
                     "output_type: loglikelihood_rolling\ndoc_to_text: ''\ndoc_to_target: '{{text}}'\n"
                     "metric_list:\n  - metric: word_perplexity\n    aggregation: weighted_perplexity\n"
                     "    higher_is_better: false\n")
-    model, tokenizer = tiny
-    outcome = run_lm_eval_task(settings("user_ppl"), model, tokenizer, data_dir=tmp_path, seed=0,
-                               include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
     assert outcome.score.score > 1 and outcome.score.ci_low is None
     assert (outcome.metadata["score_scale"], outcome.metadata["higher_is_better"]) == ("raw", False)
     assert outcome.metadata["main_metric"] == "word_perplexity,none"
@@ -252,16 +252,15 @@ def test_a_perplexity_task_is_stored_on_its_own_scale_with_lower_better(tmp_path
 def test_a_task_that_samples_by_its_own_config_keeps_sampling_under_a_greedy_suite(tmp_path, tiny):
     """A self-consistency task (do_sample, repeats: 4): the suite's default temperature 0 must not make its
     samples four copies of the greedy answer; the suite's token limit still applies."""
-    write_user_task(tmp_path, "user_sc", [{"question": f"{a}+{a}=", "answer": str(2 * a)} for a in (1, 2)],
+    records = [{"question": f"{a}+{a}=", "answer": str(2 * a)} for a in (1, 2)]
+    outcome = run_user_task(tmp_path, tiny, "user_sc", records,
                     "output_type: generate_until\nrepeats: 4\n"
                     "doc_to_text: '{{question}}'\ndoc_to_target: answer\n"
                     "generation_kwargs:\n  until: ['<never>']\n  do_sample: true\n  temperature: 1.0\n"
                     "  max_gen_toks: 64\n"
                     "filter_list:\n  - name: all\n    filter:\n      - function: take_first_k\n        k: 4\n"
-                    "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
-    model, tokenizer = tiny
-    outcome = run_lm_eval_task(settings("user_sc", max_tokens=12, limit=2), model, tokenizer, data_dir=tmp_path,
-                               seed=0, include_path=[tmp_path / "tasks"], cache_dir=tmp_path / "hf-cache")
+                    "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n",
+                            max_tokens=12, limit=2)
     assert outcome.metadata["generation_overrides"] == {"max_gen_toks": 12}
     assert all(sample.response_tokens <= 12 for sample in outcome.samples)
     kept = [ast.literal_eval(sample.extracted_answer) for sample in outcome.samples]  # take_first_k: 4 answers
