@@ -9,10 +9,11 @@ refused field and why.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import types
 import typing
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 
 class ConfigError(ValueError):
@@ -126,6 +127,12 @@ def _check_constraints(value: Any, meta: Mapping[str, Any]) -> None:
         raise ValueError("must not be empty")
 
 
+def unknown_setting(name: str, known: Iterable[str]) -> str:
+    """The error of a setting `cls` does not have, naming the closest known one when a typo is likely."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    return f"unknown setting (did you mean {close[0]!r}?)" if close else "unknown setting"
+
+
 def parse_config(cls: type, data: Mapping[str, Any] | None) -> Any:
     """Build a frozen `cls` from a mapping; unknown or invalid fields raise ConfigError."""
     data = dict(data or {})
@@ -134,7 +141,7 @@ def parse_config(cls: type, data: Mapping[str, Any] | None) -> Any:
     fields = {field.name: field for field in dataclasses.fields(cls)}
     for name in data.keys() - fields.keys():
         if isinstance(name, str):
-            errors[name] = "unknown setting"
+            errors[name] = unknown_setting(name, fields)
         else:  # YAML reads an unquoted 1, no or 2024-01-01 as a number, boolean or date
             errors[repr(name)] = (f"a setting's name must be text, not the {type(name).__name__} {name!r} (in YAML, "
                                   "quote the key)")

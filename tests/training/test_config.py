@@ -28,6 +28,14 @@ def test_every_refused_knob_is_reported_at_once():
     assert "tau: must be greater than 0.0" in str(error.value)
 
 
+def test_a_misspelt_setting_names_the_knob_it_is_closest_to():
+    with pytest.raises(ConfigError) as error:
+        parse_config(RLConfig, {"temprature": 0.7, "max_response_token": 64, "bogus": 1})
+    assert error.value.errors == {"temprature": "unknown setting (did you mean 'temperature'?)",
+                                  "max_response_token": "unknown setting (did you mean 'max_response_tokens'?)",
+                                  "bogus": "unknown setting"}
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), True])
 def test_non_finite_or_boolean_numbers_are_refused(value):
     with pytest.raises(ConfigError) as error:
