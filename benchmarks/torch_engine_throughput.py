@@ -89,14 +89,18 @@ def main() -> None:
 def new_shapes(engine, requests, settings) -> None:
     """One compiled call each of 3/4, 1/2 + 1 and all of the prompts, in that order, on the lean loop (the GPU
     default): an RL run's calls change their row count; the second shape compiles the step with symbolic
-    shapes, later ones reuse it, and on a GPU each new count records a CUDA graph."""
+    shapes, later ones reuse it, and on a GPU each new count records a CUDA graph. Rows are padded to the grid of
+    compiled row counts, so counts that pad alike share a shape."""
+    from training.rollout.placement import compiled_row_count
+
     engine.compile_decoding, engine.lean_decoding = True, True
     for count in (len(requests) * 3 // 4, len(requests) // 2 + 1, len(requests)):
         started = time.perf_counter()
         groups = engine.generate(requests[:count], settings)
         seconds = time.perf_counter() - started
         tokens = sum(len(completion.token_ids) for group in groups for completion in group)
-        print(f"new-shape  {count * requests[0].n:>5} rows {tokens:>8} tokens {seconds:>7.1f} s "
+        rows = count * requests[0].n
+        print(f"new-shape  {rows:>5} rows (padded to {compiled_row_count(rows)}) {tokens:>8} tokens {seconds:>7.1f} s "
               f"{tokens / seconds:>10.0f} tokens/s", flush=True)
 
 

@@ -132,6 +132,8 @@ def test_calls_of_many_row_counts_share_the_compiled_step(warm):
         assert_same(completions(compiled, requests, settings), completions(plain, requests, settings),
                     tolerance=1e-4)
     assert counters["stats"]["unique_graphs"] - graphs_before <= 2
+    # the 9 rows were padded to 12 (placement.compiled_row_count), whose shape the first call had made
+    assert compiled.compiled_shapes == {(12, 256), (3, 256), (6, 256)}
 
 
 def test_kept_buffers_follow_the_call_shape_and_leave_for_training(warm):

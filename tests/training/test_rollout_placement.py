@@ -9,7 +9,8 @@ import torch
 
 from training.rollout.base import RolloutRequest, SamplingSettings
 from training.rollout.placement import (
-    batch_sequences_for_memory, kv_cache_bytes_per_token, sampling_device, sampling_dtype,
+    batch_sequences_for_memory, compiled_row_count, compiled_row_count_within, kv_cache_bytes_per_token,
+    sampling_device, sampling_dtype,
 )
 
 
@@ -34,6 +35,18 @@ def test_rows_per_call_follow_the_kv_cache_of_the_free_memory():
     assert batch_sequences_for_memory(config, 1024, 40 * 10**9, torch.bfloat16) == 1024
     assert batch_sequences_for_memory(config, 4096, 10 * 10**9, torch.bfloat16) == 5 * 10**9 // (12288 * 4096)
     assert batch_sequences_for_memory(config, 10**6, 10**6, torch.bfloat16) == 1  # never below one row
+
+
+def test_compiled_calls_pad_their_rows_to_two_sizes_per_doubling():
+    assert [compiled_row_count(rows) for rows in range(1, 18)] == [1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16, 16,
+                                                                   16, 16, 24]
+    # a partial-rollout run's round sizes: 1..1024 rows come down to 20 shapes, none padded by half or more
+    sizes = {compiled_row_count(rows) for rows in range(1, 1025)}
+    assert len(sizes) == 20 and all(rows <= compiled_row_count(rows) < 1.5 * rows for rows in range(3, 1025))
+    # the largest size within a memory budget: padding a call up to it never passes the budget
+    assert [compiled_row_count_within(limit) for limit in (1, 2, 5, 7, 100, 1000, 1024)] == [1, 2, 4, 6, 96, 768,
+                                                                                            1024]
+    assert all(compiled_row_count(compiled_row_count_within(limit)) <= limit for limit in range(1, 2000))
 
 
 @pytest.fixture(scope="module")

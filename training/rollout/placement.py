@@ -44,6 +44,26 @@ def decodes_lean(rollout_loop: str, compiled: bool) -> bool:
     return rollout_loop == "lean" or (rollout_loop == "auto" and compiled)
 
 
+def compiled_row_count(rows: int) -> int:
+    """Rows a compiled call decodes for `rows` requested: the next size of the grid 1, 2, 3, 4, 6, 8, 12, 16, 24, ...
+    (powers of two and one and a half times them). Each new row count of a compiled step compiles or records a CUDA
+    graph, and torch keeps every recording and looks through them at each step; partial rollouts' rounds change
+    their row count all the time, which the grid brings down to two shapes per doubling, for less than half as
+    many rows again (on a GPU a small model's decoding step costs about the same for them)."""
+    if rows <= 2:
+        return max(1, rows)
+    power = 1 << (rows.bit_length() - 1)  # the largest power of two <= rows
+    if rows == power:
+        return rows
+    return power * 3 // 2 if rows <= power * 3 // 2 else power * 2
+
+
+def compiled_row_count_within(limit: int) -> int:
+    """The largest grid size (compiled_row_count) not above `limit`, so that a call padded to the grid still fits."""
+    power = 1 << (max(1, limit).bit_length() - 1)
+    return power * 3 // 2 if power >= 2 and power * 3 // 2 <= limit else power
+
+
 def keeps_through_training(kept_bytes: int, device_bytes: int) -> bool:
     """Whether a compiled call's kept cache and rows (kept_bytes) stay allocated while the trainer updates, on a
     device of device_bytes (0: not a GPU). Their CUDA graph replays only on the addresses it was recorded with:

@@ -25,8 +25,8 @@ from training.rollout.bucketed_prefill import bucketed_prefill
 from training.rollout.lean_decoding import (KeptBuffers, compiled_step, cudagraph_skips, decode_step,
                                             lean_cache_supported, lean_decode)
 from training.rollout.placement import (
-    batch_sequences_for_memory, compiles_decoding, decodes_lean, keeps_through_training, sampling_device,
-    sampling_dtype,
+    batch_sequences_for_memory, compiled_row_count, compiled_row_count_within, compiles_decoding, decodes_lean,
+    keeps_through_training, sampling_device, sampling_dtype,
 )
 from training.rollout.segmented_decoding import SEGMENT_STEPS, DecodeCall, Decoded, decode
 from training.rollout.token_sampler import row_uniforms
@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 CPU_BATCH_SEQUENCES = 64
 STATIC_CACHE_STEP = 256  # compiled decoding: static cache lengths are multiples of this
+PADDING_ROW_SEED = 0  # the stream of a compiled call's padding rows (never drawn from torch's global generator)
 
 
 class TorchRolloutEngine(SharedDeviceEngine):
@@ -127,6 +128,12 @@ class TorchRolloutEngine(SharedDeviceEngine):
         return chunks + [current] if current else chunks
 
     def _rows_per_call(self, requests: Sequence[RolloutRequest], chunk: list[int], limits: list[int]) -> int:
+        """The row budget of one call; a compiled call's, on the grid it is padded to (placement.compiled_row_count),
+        so that padding never takes it past the budget."""
+        rows = self._row_budget(requests, chunk, limits)
+        return compiled_row_count_within(rows) if self.compile_decoding else rows
+
+    def _row_budget(self, requests: Sequence[RolloutRequest], chunk: list[int], limits: list[int]) -> int:
         if self.max_batch_sequences is not None:
             return self.max_batch_sequences
         if self.device.type != "cuda":
@@ -145,6 +152,12 @@ class TorchRolloutEngine(SharedDeviceEngine):
         prompts = [self._prompt(request) for request in requests]
         row_prompts = [prompt for prompt, request in zip(prompts, requests) for _ in range(request.n)]
         row_limits = [limit for limit, request in zip(limits, requests) for _ in range(request.n)]
+        row_seeds = [seed for per_request in seeds for seed in per_request]
+        real_rows = len(row_prompts)
+        if self.compile_decoding:  # rows padded to few shapes: copies of the first row, on a stream of their own
+            padding = compiled_row_count(real_rows) - real_rows
+            row_prompts, row_limits = row_prompts + [row_prompts[0]] * padding, row_limits + [row_limits[0]] * padding
+            row_seeds += [PADDING_ROW_SEED] * padding
         rows = [prompt.prompt_ids for prompt in row_prompts]
         width, longest = max(len(row) for row in rows), max(row_limits)
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long, device=self.device)
@@ -154,7 +167,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
             attention[row_index, width - len(row):] = 1
         vision = self.vision.generate_inputs(row_prompts, input_ids, self.model.dtype) if self.vision else {}
         uniforms = None if settings.temperature == 0 else \
-            row_uniforms([seed for per_request in seeds for seed in per_request], longest, self.device)
+            row_uniforms(row_seeds, longest, self.device)
         call = DecodeCall(input_ids, attention, row_limits, uniforms, settings, self.pad_id, self.eos_id)
         room = self._static_room(width, longest)
         was_training = self.model.training
@@ -174,7 +187,7 @@ class TorchRolloutEngine(SharedDeviceEngine):
         finally:
             self.model.train(was_training)
         completions = [self._completion(tokens[:limit], scores[:limit], limit, stop) for tokens, scores, limit, stop
-                       in zip(decoded.tokens, decoded.logprobs, row_limits, decoded.repeat_stops)]
+                       in zip(decoded.tokens[:real_rows], decoded.logprobs, row_limits, decoded.repeat_stops)]
         grouped, start = [], 0
         for request in requests:
             grouped.append(completions[start:start + request.n])
