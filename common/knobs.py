@@ -128,7 +128,7 @@ def _check_constraints(value: Any, meta: Mapping[str, Any]) -> None:
 
 
 def unknown_setting(name: str, known: Iterable[str]) -> str:
-    """The error of a setting `cls` does not have, naming the closest known one when a typo is likely."""
+    """The error for a setting that is not among `known`, naming the closest known one when a typo is likely."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
     return f"unknown setting (did you mean {close[0]!r}?)" if close else "unknown setting"
 
