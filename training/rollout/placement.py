@@ -50,12 +50,8 @@ def compiled_row_count(rows: int) -> int:
     graph, and torch keeps every recording and looks through them at each step; partial rollouts' rounds change
     their row count all the time, which the grid brings down to two shapes per doubling, for less than half as
     many rows again (on a GPU a small model's decoding step costs about the same for them)."""
-    if rows <= 2:
-        return max(1, rows)
-    power = 1 << (rows.bit_length() - 1)  # the largest power of two <= rows
-    if rows == power:
-        return rows
-    return power * 3 // 2 if rows <= power * 3 // 2 else power * 2
+    power = 1 << (max(1, rows) - 1).bit_length()  # the smallest power of two >= rows
+    return power * 3 // 4 if power >= 4 and rows <= power * 3 // 4 else power
 
 
 def compiled_row_count_within(limit: int) -> int:

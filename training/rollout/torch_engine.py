@@ -154,10 +154,10 @@ class TorchRolloutEngine(SharedDeviceEngine):
         row_limits = [limit for limit, request in zip(limits, requests) for _ in range(request.n)]
         row_seeds = [seed for per_request in seeds for seed in per_request]
         real_rows = len(row_prompts)
-        if self.compile_decoding:  # rows padded to few shapes: copies of the first row, on a stream of their own
-            padding = compiled_row_count(real_rows) - real_rows
-            row_prompts, row_limits = row_prompts + [row_prompts[0]] * padding, row_limits + [row_limits[0]] * padding
-            row_seeds += [PADDING_ROW_SEED] * padding
+        padding = compiled_row_count(real_rows) - real_rows if self.compile_decoding else 0  # few compiled shapes:
+        row_prompts += [row_prompts[0]] * padding  # copies of the first row, on a stream of their own, dropped
+        row_limits += [row_limits[0]] * padding
+        row_seeds += [PADDING_ROW_SEED] * padding
         rows = [prompt.prompt_ids for prompt in row_prompts]
         width, longest = max(len(row) for row in rows), max(row_limits)
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long, device=self.device)
