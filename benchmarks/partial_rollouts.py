@@ -8,7 +8,10 @@ while the trainer updates (overlap_rollouts, one step off-policy); whole-overlap
 Printed side by side, in the steady state (after --settle iterations, once the replay buffer has filled):
 median iteration, training and rollout-wait seconds, trained responses per second, generated tokens per
 second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time
-to --target trained responses from the start; with each mode's ratio to whole.
+to --target trained responses from the start; with each mode's ratio to whole, and that ratio's ceiling were
+rollouts free (whole mode's iteration over the mode's training seconds: the update costs the same in every
+mode, so it bounds what faster rollouts can gain). --set KNOB=VALUE gives every speed run an RL config knob
+(e.g. rollout_compile=off: the torch engine decodes uncompiled on a GPU, with no compilation per row count).
 
 Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
 baseline is not held to one core while an overlapped run uses two); overlapped modes run one thread on each
@@ -56,7 +59,22 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--max-parked", type=int, default=64, help="max_parked_groups of the partial runs")
     parser.add_argument("--target", type=int, default=256, help="trained responses for the wall-time column")
     parser.add_argument("--learning", action="store_true", help="also compare learning curves (several minutes)")
-    return parser.parse_args()
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        help="an RL config knob for every speed run, repeatable (e.g. rollout_compile=off)")
+    args = parser.parse_args()
+    args.knobs = knob_settings(parser, args.set)
+    return args
+
+
+def knob_settings(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, str]:
+    """--set KNOB=VALUE pairs as settings (parse_config checks the names and values)."""
+    knobs = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip():
+            parser.error(f"--set {pair!r}: expected KNOB=VALUE")
+        knobs[name.strip()] = value.strip()
+    return knobs
 
 
 def records(count: int, seed: int, difficulties: tuple[str, ...] = ("easy", "medium", "hard", "expert")):
@@ -117,7 +135,8 @@ def speed(args, model: Path, models_dir: Path) -> None:
 
     prompt_records = records(256, seed=1)
     base = dict(model=str(model), iterations=args.iterations, batch_size=args.batch,
-                samples_per_problem=args.samples, max_response_tokens=args.max_tokens, learning_rate=1e-6)
+                samples_per_problem=args.samples, max_response_tokens=args.max_tokens, learning_rate=1e-6,
+                **args.knobs)
     modes = args.modes.split(",")
     if any(mode not in MODES for mode in modes) or (len(modes) > 1 and modes[0] != "whole"):
         raise SystemExit(f"--modes: whole first, then any of {', '.join(MODES[1:])}")
@@ -127,7 +146,7 @@ def speed(args, model: Path, models_dir: Path) -> None:
           f"max {args.max_tokens} tokens, budget {args.budget}, max_parked_groups {args.max_parked}; steady state: "
           f"iterations {args.settle + 1}..{args.iterations}; seconds_to_target counts from iteration 1; "
           f"torch threads: {args.sync_threads} in synchronous modes; overlapped, {args.overlap_threads} training "
-          f"and 1 rolling out")
+          f"and 1 rolling out" + "".join(f"; {name}={value}" for name, value in args.knobs.items()))
     print(f"{'engine':<7}{'metric':<26}" + "".join(f"{mode:>15}" for mode in modes)
           + "".join(f"{mode + '/whole':>22}" for mode in modes[1:]))
     for engine in args.engines.split(","):
@@ -142,6 +161,9 @@ def speed(args, model: Path, models_dir: Path) -> None:
             ratios = [figures[mode][name] / whole[name] if whole[name] else float("nan") for mode in modes[1:]]
             print(f"{engine:<7}{name:<26}" + "".join(f"{figures[mode][name]:>15.3f}" for mode in modes)
                   + "".join(f"{ratio:>22.2f}" for ratio in ratios), flush=True)
+        print(f"{engine:<7}ceiling if rollouts cost nothing (whole iteration_s / the mode's train_s): "
+              + ", ".join(f"{mode} {whole['iteration_s'] / figures[mode]['train_s']:.2f}x" for mode in modes[1:]),
+              flush=True)
 
 
 def learning(args, models_dir: Path) -> None:
