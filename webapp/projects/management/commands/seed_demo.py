@@ -45,7 +45,7 @@ class Command(BaseCommand):
         prompt_set, made = PromptSet.objects.get_or_create(
             project=project, name="Synthetic arithmetic",
             defaults={"source": "generator: training.tasks.arithmetic, seed 0",
-                      "description": "Multi-digit addition and subtraction, four difficulty levels."},
+                      "description": "Sums and differences of 2 to 6 single-digit numbers, four difficulty levels."},
         )
         if made:
             add_prompts(prompt_set, [
