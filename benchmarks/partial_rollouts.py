@@ -10,7 +10,9 @@ median iteration, training and rollout-wait seconds, trained responses per secon
 second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time
 to --target trained responses from the start; with each mode's ratio to whole, and that ratio's ceiling were
 rollouts free (whole mode's iteration over the mode's training seconds: the update costs the same in every
-mode, so it bounds what faster rollouts can gain). --set KNOB=VALUE gives every speed run an RL config knob
+mode, so it bounds what faster rollouts can gain). --repeats N runs every mode N times, interleaved, and
+prints medians over the repeats and the median of each repeat's own ratio (a shared machine's drift then
+meets every mode alike). --set KNOB=VALUE gives every speed run an RL config knob
 (e.g. rollout_compile=off: the torch engine decodes uncompiled on a GPU, with no compilation per row count).
 
 Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
@@ -58,6 +60,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--budget", type=int, default=64, help="partial-rollout tokens per response and iteration")
     parser.add_argument("--max-parked", type=int, default=64, help="max_parked_groups of the partial runs")
     parser.add_argument("--target", type=int, default=256, help="trained responses for the wall-time column")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of every mode, interleaved; medians and the median of each repeat's ratio")
     parser.add_argument("--learning", action="store_true", help="also compare learning curves (several minutes)")
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                         help="an RL config knob for every speed run, repeatable (e.g. rollout_compile=off)")
@@ -140,6 +144,8 @@ def speed(args, model: Path, models_dir: Path) -> None:
     modes = args.modes.split(",")
     if any(mode not in MODES for mode in modes) or (len(modes) > 1 and modes[0] != "whole"):
         raise SystemExit(f"--modes: whole first, then any of {', '.join(MODES[1:])}")
+    if args.repeats < 1:
+        raise SystemExit("--repeats: at least 1")
     if args.target > args.iterations * args.batch * args.samples:
         raise SystemExit("--target exceeds the responses the run trains; raise --iterations")
     print(f"{args.workload} workload, {args.iterations} iterations of {args.batch} problems x k={args.samples}, "
@@ -150,20 +156,38 @@ def speed(args, model: Path, models_dir: Path) -> None:
     print(f"{'engine':<7}{'metric':<26}" + "".join(f"{mode:>15}" for mode in modes)
           + "".join(f"{mode + '/whole':>22}" for mode in modes[1:]))
     for engine in args.engines.split(","):
-        figures = {}
-        for mode in modes:
-            torch.set_num_threads(args.overlap_threads if "overlap" in mode else args.sync_threads)
-            reports = run_loop({**base, "rollout_engine": engine, **mode_settings(mode, args)}, models_dir,
-                               prompt_records)
-            figures[mode] = throughput(reports, args.samples, args.target, args.settle)
-        whole = figures[modes[0]]
-        for name in whole:
-            ratios = [figures[mode][name] / whole[name] if whole[name] else float("nan") for mode in modes[1:]]
-            print(f"{engine:<7}{name:<26}" + "".join(f"{figures[mode][name]:>15.3f}" for mode in modes)
-                  + "".join(f"{ratio:>22.2f}" for ratio in ratios), flush=True)
-        print(f"{engine:<7}ceiling if rollouts cost nothing (whole iteration_s / the mode's train_s): "
-              + ", ".join(f"{mode} {whole['iteration_s'] / figures[mode]['train_s']:.2f}x" for mode in modes[1:]),
-              flush=True)
+        repeats = []  # the modes interleaved, repeat by repeat, so that a machine's drift meets every mode alike
+        for _ in range(args.repeats):
+            figures = {}
+            for mode in modes:
+                torch.set_num_threads(args.overlap_threads if "overlap" in mode else args.sync_threads)
+                reports = run_loop({**base, "rollout_engine": engine, **mode_settings(mode, args)}, models_dir,
+                                   prompt_records)
+                figures[mode] = throughput(reports, args.samples, args.target, args.settle)
+            repeats.append(figures)
+        print_engine(engine, modes, repeats)
+
+
+def print_engine(engine: str, modes: list[str], repeats: list[dict[str, dict[str, float]]]) -> None:
+    """Each metric's median over the repeats per mode, and the median of each repeat's ratio to whole mode."""
+    def median(values) -> float:
+        values = [value for value in values if value == value]  # NaN (no whole figure) left out
+        return statistics.median(values) if values else float("nan")
+
+    def ratio(figures: dict, mode: str, name: str) -> float:
+        whole = figures[modes[0]][name]
+        return figures[mode][name] / whole if whole else float("nan")
+
+    for name in repeats[0][modes[0]]:
+        print(f"{engine:<7}{name:<26}" + "".join(f"{median(r[mode][name] for r in repeats):>15.3f}" for mode in modes)
+              + "".join(f"{median(ratio(r, mode, name) for r in repeats):>22.2f}" for mode in modes[1:]), flush=True)
+    if len(repeats) > 1:
+        print(f"{engine:<7}responses_trained_per_s ratio by repeat: " + "; ".join(
+            f"{mode} " + " ".join(f"{ratio(r, mode, 'responses_trained_per_s'):.2f}" for r in repeats)
+            for mode in modes[1:]))
+    print(f"{engine:<7}ceiling if rollouts cost nothing (whole iteration_s / the mode's train_s): " + ", ".join(
+        f"{mode} {median(r[modes[0]]['iteration_s'] / r[mode]['train_s'] for r in repeats):.2f}x"
+        for mode in modes[1:]), flush=True)
 
 
 def learning(args, models_dir: Path) -> None:
