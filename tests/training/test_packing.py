@@ -11,12 +11,15 @@ from training.batch import build_policy_batch
 from common.knobs import parse_config
 from training.config import RLConfig
 from training.models.loading import load_model
-from training.trainer.packing import first_fit_decreasing, pack_rows, packed_token_logprobs, packing_supported
+from training.trainer import packing as packing_module
+from training.trainer.packing import (first_fit_decreasing, pack_rows, packed_token_logprobs, packing_supported,
+                                        width_groups)
 from training.trainer.logprobs import token_logprobs
 from training.trainer.torch_trainer import TorchTrainer
 from training.collect import new_groups
 
 LENGTHS = [40, 9, 12, 40, 5, 33, 7, 3]  # heavy-tailed rows of one micro-batch
+SPREAD = [300, 20, 140, 9, 290, 60]  # rows for three width groups: 300 and 290; 140; 60, 20 and 9 (under 128)
 
 
 @pytest.fixture
@@ -61,11 +64,36 @@ def test_packed_log_probs_equal_padded_ones_and_are_zero_past_each_row(model):
     assert padded[4, 10:].abs().sum() > 0  # the padded pass scores its padding; packing leaves none to score
 
 
-def test_packed_gradients_equal_padded_ones(model):
-    ids, attention = right_padded(LENGTHS, model.config.vocab_size, seed=1)
+def test_width_groups_keep_each_row_in_a_bin_under_twice_its_length_above_the_floor():
+    assert width_groups([530, 35, 300, 12, 140, 520, 60, 100]) == [[0, 5, 2], [4, 7], [6, 1, 3]]
+    assert width_groups([100, 3, 128, 1]) == [[2, 0, 1, 3]]  # all at most the floor: one group
+    assert width_groups([9, 4, 2], floor=2) == [[0], [1], [2]]  # 4 is not more than half of 9
+
+
+def test_rows_of_very_different_lengths_are_scored_in_one_pass_per_width_group(model, monkeypatch):
+    """A short row packed into a bin as wide as the longest would pay that width's attention: each group is
+    packed at its own width, and the log-probs still equal a padded pass's, zero past each row."""
+    ids, attention = right_padded(SPREAD, model.config.vocab_size, seed=3)
+    widths = []
+    one_pass = packing_module._packed_pass
+    monkeypatch.setattr(packing_module, "_packed_pass", lambda m, rows, *rest: widths.append(rows.shape[1]) or one_pass(
+        m, rows, *rest))
+    with torch.no_grad():
+        padded = token_logprobs(model, ids, attention, temperature=0.7)
+        packed = packed_token_logprobs(model, ids, SPREAD, temperature=0.7)
+    assert widths == [300, 140, 60]
+    assert packed.shape == padded.shape
+    for row, length in enumerate(SPREAD):
+        assert torch.allclose(packed[row, :length - 1], padded[row, :length - 1], atol=1e-5), row
+        assert (packed[row, length - 1:] == 0).all()
+
+
+@pytest.mark.parametrize("lengths", [LENGTHS, SPREAD], ids=["one group", "three groups"])
+def test_packed_gradients_equal_padded_ones(model, lengths):
+    ids, attention = right_padded(lengths, model.config.vocab_size, seed=1)
     mask = attention[:, 1:].float()
     gradients = []
-    for forward in (lambda m: token_logprobs(m, ids, attention), lambda m: packed_token_logprobs(m, ids, LENGTHS)):
+    for forward in (lambda m: token_logprobs(m, ids, attention), lambda m: packed_token_logprobs(m, ids, lengths)):
         copy_ = copy.deepcopy(model)
         (forward(copy_) * mask).sum().backward()
         gradients.append(torch.cat([p.grad.flatten() for p in copy_.parameters() if p.grad is not None]))

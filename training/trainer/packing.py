@@ -1,10 +1,12 @@
 """Padding-free forward passes: several responses share one row, their position ids restarting at each.
 
 A heavy-tailed batch padded to its longest response is mostly padding (three 530-token responses and
-thirteen of 35 tokens: 8,480 positions for 2,045 tokens). Packing puts the rows into bins as wide as the
-longest (first fit, longest first), so the attention mask of a bin is never larger than a padded row's;
-Hugging Face models read the restarts in `position_ids` (with no attention mask and no cache) as
-separate sequences and mask attention between them. Token log-probs come back in the padded layout.
+thirteen of 35 tokens: 8,480 positions for 2,045 tokens). Packing puts the rows into bins (first fit,
+longest first); Hugging Face models read the restarts in `position_ids` (with no attention mask and no
+cache) as separate sequences and mask attention between them. That mask is dense, so a bin's attention
+costs its width squared whatever it holds: short rows packed into bins as wide as the longest response
+would pay ~13x their own attention. So rows are first split by width (`width_groups`): each group is
+packed at its own longest row's width, one pass per group. Token log-probs come back in the padded layout.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from training.trainer.logprobs import token_logprobs
 
@@ -19,6 +22,7 @@ from training.trainer.logprobs import token_logprobs
 PROBE_LENGTHS = (7, 5, 7, 4)
 PROBE_WIDTH = 12
 PROBE_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-6}  # other dtypes: 2e-2
+MIN_GROUP_WIDTH = 128  # rows no longer than this share one group: their attention is cheap at any width up to it
 
 
 def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
@@ -72,10 +76,40 @@ def pack_rows(input_ids: torch.Tensor, lengths: list[int]) -> PackedRows:
     return PackedRows(packed, positions, torch.where(valid, index, 0), valid)
 
 
+def width_groups(lengths: list[int], floor: int | None = None) -> list[list[int]]:
+    """Row indices, longest first, in groups that are packed each at its first row's width: a row joins the
+    current group while it is more than half that width, or that width is at most `floor`. Every row's bin is
+    then less than twice its length (or at most the floor) wide, in as many passes as halvings of the length
+    range above the floor (default MIN_GROUP_WIDTH)."""
+    floor = MIN_GROUP_WIDTH if floor is None else floor
+    groups: list[list[int]] = []
+    for row in sorted(range(len(lengths)), key=lambda index: (-lengths[index], index)):
+        width = lengths[groups[-1][0]] if groups else 0
+        if groups and (2 * lengths[row] > width or width <= floor):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
 def packed_token_logprobs(model, input_ids: torch.Tensor, lengths: list[int],
                           temperature: float = 1.0) -> torch.Tensor:
     """(rows, width - 1) log-prob of each next token under softmax(logits / temperature), in float32, from one
-    packed forward pass; 0 past each row's length (where a padded pass would score padding)."""
+    packed forward pass per width group; 0 past each row's length (where a padded pass would score padding)."""
+    width = input_ids.shape[1]
+    groups = width_groups(lengths)
+    parts = []
+    for group in groups:
+        group_width = max(2, lengths[group[0]])
+        rows = torch.tensor(group, device=input_ids.device)
+        part = _packed_pass(model, input_ids[rows, :group_width], [lengths[row] for row in group], temperature)
+        parts.append(F.pad(part, (0, width - group_width)))
+    order = torch.tensor([row for group in groups for row in group], device=input_ids.device)
+    return torch.cat(parts)[torch.argsort(order)]
+
+
+def _packed_pass(model, input_ids: torch.Tensor, lengths: list[int], temperature: float) -> torch.Tensor:
+    """packed_token_logprobs of rows packed into bins as wide as `input_ids`, in one forward pass."""
     packed = pack_rows(input_ids, lengths)
     predictions = token_logprobs(model, packed.input_ids, None, temperature, packed.position_ids).reshape(-1)
     return torch.where(packed.valid, predictions[packed.prediction_index], 0.0)
@@ -99,7 +133,7 @@ def packing_supported(model) -> bool:
     was_training = model.training
     model.eval()
     try:
-        together = packed_token_logprobs(model, rows, list(PROBE_LENGTHS))
+        together = _packed_pass(model, rows, list(PROBE_LENGTHS), 1.0)  # bins of PROBE_WIDTH, shared
         alone = [token_logprobs(model, rows[row:row + 1, :length], None)[0] for row, length in enumerate(PROBE_LENGTHS)]
     except torch.OutOfMemoryError:
         raise
