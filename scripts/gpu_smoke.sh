@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU smoke test: the Megatron-core, vLLM and compiled-decoding tests on real GPUs (NCCL, no CPU shim), then
 # the train <-> rollout switch benchmark, the torch engine's tokens/s (and, in full, its compiled calls over many
-# releases for training), RL iterations' tokens/s per GPU (torch and Megatron trainers) and, in full, partial
-# against whole rollouts on the torch engine; prints the figures. Run it on a host with an NVIDIA GPU.
+# releases for training), RL iterations' tokens/s per GPU (torch and Megatron trainers) and, in full, the torch
+# trainer's update on heavy-tailed batches and partial against whole rollouts on the torch engine; prints the
+# figures. Run it on a host with an NVIDIA GPU.
 #
 #   bash scripts/gpu_smoke.sh                  # installs through scripts/setup.sh (vllm on GPU hosts), then runs
 #   bash scripts/gpu_smoke.sh --no-install     # use $PYTHON (default python3) as it is, e.g. a prepared image
@@ -21,7 +22,7 @@ for argument in "$@"; do
   case "$argument" in
     --no-install) install=0 ;;
     --quick) quick=1 ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "gpu_smoke: unknown argument '$argument' (expected --no-install or --quick)" >&2; exit 64 ;;
   esac
 done
@@ -122,6 +123,14 @@ echo "== RL iteration throughput (torch and megatron trainers)"
 timeout "$rl_seconds" "$python" benchmarks/rl_iteration_throughput.py --architecture qwen2-0.5b $rl_arguments 2>&1 \
   | tee "$out/rl_iteration.txt" || status=1
 
+# The torch trainer's update on heavy-tailed batches at Qwen2-0.5B's shapes: padded, packed in one group, packed by
+# width groups (stock SDPA pays a packed row's dense mask, so width groups matter most on long responses).
+if [ "$quick" = 0 ]; then
+  echo "== torch trainer update (padded, one group, width groups)"
+  timeout 600 "$python" benchmarks/trainer_update.py --architecture qwen2-0.5b --max-tokens 2048 --batches 2 \
+    --repeats 3 2>&1 | tee "$out/trainer_update.txt" || status=1
+fi
+
 # Partial against whole rollouts where a decoding step costs about the same for 3 rows as for 256 (the regime of
 # the issue's anchors), on the torch engine (this image has no vLLM), decoding uncompiled: partial rounds change
 # their row counts and context widths all the time, and compiling each new shape would fill a 20-iteration run.
@@ -151,6 +160,7 @@ PY
 for release in restart sleep; do echo "-- $release"; cat "$out/hybrid_switch_$release.txt"; done
 echo "-- torch engine"; cat "$out/torch_engine.txt"
 echo "-- RL iterations"; cat "$out/rl_iteration.txt"
+[ "$quick" = 1 ] || { echo "-- trainer update"; cat "$out/trainer_update.txt"; }
 [ "$quick" = 1 ] || { echo "-- partial rollouts"; cat "$out/partial_rollouts.txt"; }
 if [ "$status" = 0 ]; then echo "gpu_smoke: OK"; else echo "gpu_smoke: FAILED (logs in $out)" >&2; fi
 exit "$status"
