@@ -4,8 +4,8 @@ A heavy-tailed batch padded to its longest response is mostly padding (three 530
 thirteen of 35 tokens: 8,480 positions for 2,045 tokens). Packing puts the rows into bins (first fit,
 longest first); Hugging Face models read the restarts in `position_ids` (with no attention mask and no
 cache) as separate sequences and mask attention between them. That mask is dense, so a bin's attention
-costs its width squared whatever it holds: short rows packed into bins as wide as the longest response
-would pay ~13x their own attention. So rows are first split by width (`width_groups`): each group is
+costs its width squared whatever it holds: a 35-token response in a bin 530 tokens wide scores ~15x the
+keys it attends to. So rows are first split by width (`width_groups`): each group is
 packed at its own longest row's width, one pass per group. Token log-probs come back in the padded layout.
 """
 
