@@ -10,9 +10,10 @@ median iteration, training and rollout-wait seconds, trained responses per secon
 second, rollout rounds per iteration and the share of trained tokens from older policies; and the wall time
 to --target trained responses from the start; with each mode's ratio to whole, and that ratio's ceiling were
 rollouts free (whole mode's iteration over the mode's training seconds: the update costs the same in every
-mode, so it bounds what faster rollouts can gain). --repeats N runs every mode N times, interleaved, and
-prints medians over the repeats and the median of each repeat's own ratio (a shared machine's drift then
-meets every mode alike). --set KNOB=VALUE gives every speed run an RL config knob
+mode, so it bounds what faster rollouts can gain). --repeats N runs every mode N times, interleaved, repeat
+r with the run seed + r (its own samples, the same seed for every mode), and prints medians over the repeats
+and the median of each repeat's own ratio (a shared machine's drift then meets every mode alike).
+--set KNOB=VALUE gives every speed run an RL config knob
 (e.g. rollout_compile=off: the torch engine decodes uncompiled on a GPU, with no compilation per row count).
 
 Threads: the synchronous modes run torch with --sync-threads intra-op threads (default: every core, so the
@@ -157,12 +158,13 @@ def speed(args, model: Path, models_dir: Path) -> None:
           + "".join(f"{mode + '/whole':>22}" for mode in modes[1:]))
     for engine in args.engines.split(","):
         repeats = []  # the modes interleaved, repeat by repeat, so that a machine's drift meets every mode alike
-        for _ in range(args.repeats):
+        for repeat in range(args.repeats):
             figures = {}
+            seed = int(base.get("seed", 0)) + repeat  # each repeat its own samples, the same for every mode
             for mode in modes:
                 torch.set_num_threads(args.overlap_threads if "overlap" in mode else args.sync_threads)
-                reports = run_loop({**base, "rollout_engine": engine, **mode_settings(mode, args)}, models_dir,
-                                   prompt_records)
+                reports = run_loop({**base, "seed": seed, "rollout_engine": engine, **mode_settings(mode, args)},
+                                   models_dir, prompt_records)
                 figures[mode] = throughput(reports, args.samples, args.target, args.settle)
             repeats.append(figures)
         print_engine(engine, modes, repeats)
