@@ -8,7 +8,8 @@ from transformers import DynamicCache, StaticCache
 
 from training.models.loading import load_model, load_tokenizer
 from training.rollout.base import RolloutRequest, SamplingSettings
-from training.rollout.bucketed_prefill import bucketed_prefill, length_buckets
+from training.length_buckets import length_buckets
+from training.rollout.bucketed_prefill import BUCKET_RATIO, bucketed_prefill
 from training.rollout import torch_engine
 from training.rollout.torch_engine import TorchRolloutEngine
 
@@ -16,8 +17,8 @@ PROMPT_LENGTHS = [120, 100, 95, 40, 33, 12, 12, 5, 1]
 
 
 def test_length_buckets_start_a_bucket_below_three_quarters_of_its_longest():
-    assert length_buckets([120, 100, 95, 40, 33, 12, 12, 5, 1]) == [[0, 1, 2], [3, 4], [5, 6], [7], [8]]
-    assert length_buckets([10, 9, 8]) == [[0, 1, 2]]
+    assert length_buckets([120, 100, 95, 40, 33, 12, 12, 5, 1], BUCKET_RATIO) == [[0, 1, 2], [3, 4], [5, 6], [7], [8]]
+    assert length_buckets([10, 9, 8], BUCKET_RATIO) == [[0, 1, 2]]
 
 
 @pytest.fixture

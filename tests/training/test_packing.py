@@ -64,10 +64,10 @@ def test_packed_log_probs_equal_padded_ones_and_are_zero_past_each_row(model):
     assert padded[4, 10:].abs().sum() > 0  # the padded pass scores its padding; packing leaves none to score
 
 
-def test_width_groups_keep_each_row_in_a_bin_under_twice_its_length_above_the_floor():
+def test_width_groups_keep_each_row_in_a_bin_at_most_twice_its_length_above_the_floor():
     assert width_groups([530, 35, 300, 12, 140, 520, 60, 100]) == [[0, 5, 2], [4, 7], [6, 1, 3]]
     assert width_groups([100, 3, 128, 1]) == [[2, 0, 1, 3]]  # all at most the floor: one group
-    assert width_groups([9, 4, 2], floor=2) == [[0], [1], [2]]  # 4 is not more than half of 9
+    assert width_groups([9, 4, 1], floor=2) == [[0], [1], [2]]  # 4 is less than half of 9, 1 of 4
 
 
 def test_rows_of_very_different_lengths_are_scored_in_one_pass_per_width_group(model, monkeypatch):

@@ -17,18 +17,9 @@ import torch
 from transformers import DynamicCache, StaticCache
 from transformers.cache_utils import Cache, DynamicLayer, StaticLayer
 
+from training.length_buckets import length_buckets
+
 BUCKET_RATIO = 0.75  # a row joins the current bucket while its prompt is at least this share of the longest
-
-
-def length_buckets(lengths: list[int], ratio: float = BUCKET_RATIO) -> list[list[int]]:
-    """Row indices grouped longest first; a bucket holds rows of at least `ratio` times its first row's length."""
-    buckets: list[list[int]] = []
-    for row in sorted(range(len(lengths)), key=lambda index: (-lengths[index], index)):
-        if buckets and lengths[row] >= ratio * lengths[buckets[-1][0]]:
-            buckets[-1].append(row)
-        else:
-            buckets.append([row])
-    return buckets
 
 
 @torch.no_grad()
@@ -42,7 +33,7 @@ def bucketed_prefill(model, input_ids: torch.Tensor, attention: torch.Tensor, le
     cache is not plain full attention, or when one bucket holds every row and no static cache is asked for:
     then generate's own prefill wastes nothing worth a second pass.
     """
-    buckets = length_buckets(lengths)
+    buckets = length_buckets(lengths, BUCKET_RATIO)
     if len(buckets) == 1 and static_room is None:
         return None
     rows, width = input_ids.shape

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from training.length_buckets import length_buckets
 from training.trainer.logprobs import token_logprobs
 
 # the support probe: four short sequences packed into two bins of PROBE_WIDTH (one with a padded tail), and alone
@@ -77,19 +78,10 @@ def pack_rows(input_ids: torch.Tensor, lengths: list[int]) -> PackedRows:
 
 
 def width_groups(lengths: list[int], floor: int | None = None) -> list[list[int]]:
-    """Row indices, longest first, in groups that are packed each at its first row's width: a row joins the
-    current group while it is more than half that width, or that width is at most `floor`. Every row's bin is
-    then less than twice its length (or at most the floor) wide, in as many passes as halvings of the length
-    range above the floor (default MIN_GROUP_WIDTH)."""
-    floor = MIN_GROUP_WIDTH if floor is None else floor
-    groups: list[list[int]] = []
-    for row in sorted(range(len(lengths)), key=lambda index: (-lengths[index], index)):
-        width = lengths[groups[-1][0]] if groups else 0
-        if groups and (2 * lengths[row] > width or width <= floor):
-            groups[-1].append(row)
-        else:
-            groups.append([row])
-    return groups
+    """Row indices, longest first, in groups that are packed each at its first row's width: every row's bin is
+    at most twice its length wide, or at most `floor` (default MIN_GROUP_WIDTH), in as many passes as halvings
+    of the length range above the floor."""
+    return length_buckets(lengths, 0.5, MIN_GROUP_WIDTH if floor is None else floor)
 
 
 def packed_token_logprobs(model, input_ids: torch.Tensor, lengths: list[int],
