@@ -3,6 +3,13 @@
   "use strict";
   var PARENT_COLOR = "#6b7280";
 
+  // Asymmetric error bars from a [low, high] interval around the value (none without one).
+  function errorBars(value, interval) {
+    if (!interval) { return { visible: false }; }
+    return { type: "data", symmetric: false, visible: true, thickness: 1.2,
+             array: [Math.max(0, interval[1] - value)], arrayminus: [Math.max(0, value - interval[0])] };
+  }
+
   function pick(points, field) {
     return points.map(function (point) { return point[field]; });
   }
@@ -17,6 +24,9 @@
     var variants = chart.variants.map(function (point) {
       return { x: [point.tokens], y: [point.score], text: [point.label], name: point.label,
                mode: "markers+text", textposition: "top center", marker: { size: 11 },
+               // 95% paired intervals of the change against the parent checkpoint, drawn around the point
+               error_y: errorBars(point.score, point.score_interval),
+               error_x: errorBars(point.tokens, point.tokens_interval),
                hovertemplate: "%{text}<br>%{y:.1%} at %{x:.0f} tokens<extra></extra>" };
     });
     return [parent].concat(variants);

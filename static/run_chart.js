@@ -95,6 +95,8 @@
     setText("total_iterations", status.total_iterations);
     setText("progress", percent + "%");
     setText("eta", status.eta);
+    setText("warmup", status.warmup || "");
+    setHidden(field("warmup"), !status.warmup);
     var bar = field("progress-bar");
     if (bar) { bar.style.width = percent + "%"; }
     document.querySelectorAll("[data-status-badge]").forEach(function (badge) {

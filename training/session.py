@@ -204,11 +204,17 @@ def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
     warmup_sft(session.model, session.tokenizer, examples, steps=config.warmup_sft_steps,
                batch_size=config.warmup_sft_batch_size, block_length=config.warmup_sft_sequence_length,
                learning_rate=config.warmup_sft_learning_rate, seed=config.seed,
-               on_step=lambda step, loss: hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
-               if step % report_every == 0 else None)
+               on_step=lambda step, loss: warmup_step(hooks, step, config.warmup_sft_steps, loss, report_every))
     distributed.broadcast_module(session.model)  # every rank warmed up alike; make the weights identical
     session.trainer.reload_from_model()  # a trainer with weights of its own (megatron) takes the warmed-up ones
     hooks.on_checkpoint(session.save(0))
+
+
+def warmup_step(hooks: TrainingHooks, step: int, steps: int, loss: float, log_every: int) -> None:
+    """Report a warm-up step to the hooks, and log it every `log_every` steps."""
+    hooks.on_warmup_step(step, steps, loss)
+    if step % log_every == 0:
+        hooks.log(f"warm-up SFT step {step}: loss {loss:.3f}")
 
 
 def check_same_checkpoint(iteration: int | None, paths: RunPaths) -> None:

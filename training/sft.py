@@ -1,62 +1,83 @@
-"""Long-CoT warm-up SFT on packed sequences of verified traces (METHOD.md section 2)."""
+"""Long-CoT warm-up SFT on verified traces (the report's section 2.3), whole examples per row.
+
+Each step trains on about `batch_size x block_length` tokens of whole, shuffled examples. Packing-capable models
+(training.trainer.packing) take them packed with restarting position ids, so no example attends to another;
+others take one right-padded example per row. (Concatenating examples into blocks with attention across them
+let a tiny model average the operands of neighbouring problems: docs/demo-design.md.)
+"""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Callable, Iterator, Sequence
 
 import torch
 
 from training.prompting import prompt_ids, response_ids
-from training.trainer.logprobs import masked_mean_nll
+from training.trainer.logprobs import token_logprobs
+from training.trainer.packing import packed_token_logprobs, packing_supported
+
+Example = tuple[list[int], list[int]]  # (prompt + response ids, loss mask: 1 on response tokens)
 
 
-def packed_blocks(examples: Sequence[tuple[str, str]], tokenizer, block_length: int,
-                  seed: int) -> Iterator[tuple[list[int], list[int]]]:
-    """Endless (input ids, loss mask) blocks: shuffled prompt+response examples back to back.
-
-    Examples are concatenated without padding (plain packing: attention may cross example
-    boundaries, each ending in end-of-sequence); only response tokens carry loss.
-    """
+def encoded_examples(examples: Sequence[tuple[str, str]], tokenizer, block_length: int) -> list[Example]:
+    """(ids, loss mask) of each (prompt, response), cut to block_length tokens."""
     encoded = []
     for problem, response in examples:
         prompt, answer = list(prompt_ids(problem, tokenizer)), list(response_ids(response, tokenizer))
-        encoded.append((prompt + answer, [0] * len(prompt) + [1] * len(answer)))
+        ids, mask = prompt + answer, [0] * len(prompt) + [1] * len(answer)
+        encoded.append((ids[:block_length], mask[:block_length]))
+    return encoded
+
+
+def example_batches(encoded: Sequence[Example], tokens_per_batch: int, seed: int) -> Iterator[list[Example]]:
+    """Endless batches of whole examples in shuffled epochs, each batch about `tokens_per_batch` tokens."""
     rng = random.Random(seed)
-    tokens, mask = [], []
+    batch, tokens = [], 0
     while True:
         order = list(range(len(encoded)))
         rng.shuffle(order)
         for index in order:
-            tokens.extend(encoded[index][0])
-            mask.extend(encoded[index][1])
-            while len(tokens) >= block_length:
-                yield tokens[:block_length], mask[:block_length]
-                tokens, mask = tokens[block_length:], mask[block_length:]
+            batch.append(encoded[index])
+            tokens += len(encoded[index][0])
+            if tokens >= tokens_per_batch:
+                yield batch
+                batch, tokens = [], 0
 
 
-def packed_loss(model, input_ids: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over the masked (response) tokens of packed rows."""
-    return masked_mean_nll(model, input_ids, None, loss_mask)
+def batch_loss(model, batch: Sequence[Example], pad_id: int, packs: bool) -> torch.Tensor:
+    """Mean next-token cross-entropy over the response tokens of the batch's examples."""
+    device = next(model.parameters()).device
+    width = max(len(ids) for ids, _ in batch)
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long, device=device)
+    loss_mask = torch.zeros((len(batch), width), device=device)
+    attention = torch.zeros((len(batch), width), dtype=torch.long, device=device)
+    for row, (ids, mask) in enumerate(batch):
+        input_ids[row, :len(ids)] = torch.tensor(ids, device=device)
+        loss_mask[row, :len(ids)] = torch.tensor(mask, dtype=torch.float, device=device)
+        attention[row, :len(ids)] = 1
+    if packs:
+        logprobs = packed_token_logprobs(model, input_ids, [len(ids) for ids, _ in batch])
+    else:
+        logprobs = token_logprobs(model, input_ids, attention)
+    predicted = loss_mask[:, 1:]
+    return -(logprobs * predicted).sum() / predicted.sum().clamp(min=1.0)
 
 
 def warmup_sft(model, tokenizer, examples: Sequence[tuple[str, str]], steps: int, batch_size: int,
                block_length: int, learning_rate: float, seed: int,
                on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train `steps` steps of packed SFT with AdamW and cosine decay; returns the loss of each step."""
-    device = next(model.parameters()).device
-    blocks = packed_blocks(examples, tokenizer, block_length, seed)
+    """Train `steps` steps with AdamW, a 20-step linear warm-up and cosine decay; returns each step's loss."""
+    batches = example_batches(encoded_examples(examples, tokenizer, block_length), batch_size * block_length, seed)
+    packs = packing_supported(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda step: min(1.0, (step + 1) / 20) * 0.5 * (1 + torch.cos(torch.tensor(step / steps * 3.14159)).item()))
+        optimizer, lambda step: min(1.0, (step + 1) / 20) * 0.5 * (1 + math.cos(math.pi * step / steps)))
     model.train()
     losses = []
     for step in range(steps):
-        batch = [next(blocks) for _ in range(batch_size)]
-        input_ids = torch.tensor([ids for ids, _ in batch], device=device)
-        loss_mask = torch.tensor([mask for _, mask in batch], device=device)
-        loss = packed_loss(model, input_ids, loss_mask)
+        loss = batch_loss(model, next(batches), tokenizer.pad_token_id, packs)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

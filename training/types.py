@@ -94,6 +94,8 @@ class TrainingHooks:
     on_iteration: Callable[[IterationReport], None] = _ignore
     on_checkpoint: Callable[[CheckpointReport], None] = _ignore
     log: Callable[[str], None] = _ignore
+    # warm-up SFT: (step done, steps in all, that step's loss) after every step; throttle what it writes
+    on_warmup_step: Callable[[int, int, float], None] = _ignore
     should_stop: Callable[[], bool] = _never
     # keep_last_checkpoints: given the iterations whose checkpoints the loop wants to remove (oldest first), returns
     # those it may remove, having durably recorded them as removed before it returns (so a crash between the

@@ -54,7 +54,7 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
 
     config: the method's parsed config (a merge's other checkpoints come from it).
     """
-    parent = resolve_parent_checkpoint(variant)
+    parent, start_reason = resolve_parent_checkpoint(variant)
     run = source_run(variant)
     if run is None:
         raise ParentUnavailable(f"checkpoint #{parent.pk} descends from no run: its prompts and config are unknown")
@@ -63,8 +63,9 @@ def build_job(variant: Long2ShortVariant, config: Any) -> Long2ShortJob:
         merged = merge_checkpoints(variant, config.other_checkpoint_ids, config.other_run_iterations)
     output_dir = variant_checkpoint_folder(variant.pk)
     output_dir.mkdir(parents=True, exist_ok=True)
-    Long2ShortVariant.objects.filter(pk=variant.pk).update(started_from=parent)
-    Long2ShortVariant.append_log(variant.pk, f"parent: {parent} ({parent.path}); prompts of run '{run.name}'"
+    Long2ShortVariant.objects.filter(pk=variant.pk).update(started_from=parent, start_reason=start_reason)
+    Long2ShortVariant.append_log(variant.pk, f"parent: {parent} ({parent.path}), {start_reason}; prompts of run "
+                                 f"'{run.name}'"
                                  + "".join(f"; merged with {checkpoint} ({checkpoint.path})" for checkpoint in merged))
     return Long2ShortJob(
         parent_model_path=Path(parent.path), parent_config=dict(run.config), records=tuple(prompt_records(run)),

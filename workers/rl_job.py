@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -77,6 +78,26 @@ def record_iteration(run: RLRun, report: IterationReport) -> None:
             current_iteration=report.iteration, progress=report.iteration / max(run.total_iterations, 1),
             heartbeat_at=timezone.now(),
         )
+
+
+WARMUP_WRITE_SECONDS = 2.0  # the warm-up's progress is written at most this often (and at its last step)
+
+
+def warmup_recorder(run: RLRun, clock=time.time):
+    """A TrainingHooks.on_warmup_step that keeps the run row's warmup_progress (step, steps, loss, started,
+    updated) for the run page's step, loss and ETA; JobTakenOver once this worker lost the run."""
+    started = clock()
+    last_write = [float("-inf")]
+
+    def record(step: int, steps: int, loss: float) -> None:
+        now = clock()
+        if now - last_write[0] < WARMUP_WRITE_SECONDS and step < steps:
+            return
+        last_write[0] = now
+        RLRun.update_held(run.pk, run.worker, warmup_progress={
+            "step": step, "steps": steps, "loss": loss, "started": started, "updated": now})
+
+    return record
 
 
 def record_checkpoint(run: RLRun, config: RLConfig, report: CheckpointReport) -> None:
@@ -191,6 +212,7 @@ def run_rl_job(run: RLRun) -> None:
         on_iteration=lambda report: record_iteration(run, report),
         on_checkpoint=lambda report: record_checkpoint(run, config, report),
         log=lambda line: RLRun.log_alive(run.pk, line, run.worker),  # long phases such as the warm-up report here
+        on_warmup_step=warmup_recorder(run),
         should_stop=run.should_stop,
         approve_checkpoint_removals=lambda iterations: approve_checkpoint_removals(run, config, iterations),
     )

@@ -104,15 +104,21 @@ def test_two_suites_sharing_a_name_still_get_a_series_each():
     assert len(set(tricky.values())) == 3, tricky  # a suite named like another's label still gets its own
 
 
-def test_the_paired_change_interval_bootstraps_per_problem_differences():
-    from evaluation.scoring import bootstrap_ci
-    from webapp.pages.long2short_data import paired_change_interval
+def test_the_paired_changes_bootstrap_problems_then_samples_for_accuracy_and_tokens():
+    from common.paired_bootstrap import paired_change
+    from webapp.pages.long2short_data import paired_changes
 
-    same = {"a": 0.5, "b": 1.0, "c": 0.0}
-    assert paired_change_interval(same, same) == (0.0, 0.0)  # what both share does not widen it
-    assert paired_change_interval({"a": 1.0, "b": 0.75}, {"a": 0.5, "b": 0.25}) == (50.0, 50.0)
-    variant, parent = {"a": 1.0, "b": 0.0, "c": 0.5}, {"a": 0.0, "b": 0.0, "c": 0.5}
-    low, high = bootstrap_ci([1.0, 0.0, 0.0], resamples=500)
-    assert paired_change_interval(variant, parent, resamples=500) == pytest.approx((low * 100, high * 100))
-    assert paired_change_interval({"a": 1.0}, {"a": 0.0}) is None  # one problem: no interval
-    assert paired_change_interval({"a": 1.0, "b": 1.0}, {"a": 0.0, "c": 1.0}) is None  # other problems
+    same = {"a": ([1.0, 0.0], [10.0, 12.0]), "b": ([1.0, 1.0], [8.0, 8.0]), "c": ([0.0, 0.0], [20.0, 20.0])}
+    accuracy, tokens = paired_changes(same, same)
+    assert (accuracy.change, tokens.change) == (0.0, 0.0)
+    shorter = {problem: (correct, [value - 4.0 for value in lengths]) for problem, (correct, lengths) in same.items()}
+    accuracy, tokens = paired_changes(shorter, same)
+    assert tokens.change == pytest.approx(-4.0) and tokens.excludes_zero()
+    variant = {"a": ([1.0, 1.0], [5.0, 5.0]), "b": ([0.0, 1.0], [6.0, 6.0]), "c": ([1.0, 0.0], [7.0, 9.0])}
+    accuracy, tokens = paired_changes(variant, same, resamples=500)
+    expected = paired_change([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 1.0], [1.0, 0.0]], resamples=500)
+    assert (accuracy.change, accuracy.low, accuracy.high) == pytest.approx(
+        (expected.change * 100, expected.low * 100, expected.high * 100))
+    assert accuracy.change == pytest.approx(100 * ((1 - 0.5) + (0.5 - 1) + (0.5 - 0)) / 3)
+    assert paired_changes({"a": ([1.0], [3.0])}, {"a": ([0.0], [3.0])}) is None  # one problem: no interval
+    assert paired_changes(same, {**same, "d": ([1.0], [1.0])}) is None  # other problems

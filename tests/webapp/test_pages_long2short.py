@@ -238,9 +238,9 @@ def add_samples(evaluation, correct_by_problem: dict[str, list[bool]]):
 
 def test_the_accuracy_change_carries_a_paired_interval_over_the_problems_both_scored(client_for, alice, run, suite,
                                                                                    family):
-    """Variant minus parent per problem (fractions of correct samples), resampled in pairs; a variant scored
-    on other problems gets none."""
-    from evaluation.scoring import bootstrap_ci
+    """Variant minus parent, problems resampled in pairs and samples within them; a variant scored on other
+    problems gets none."""
+    from common.paired_bootstrap import paired_change
     from webapp.pages.long2short_data import CHANGE_RESAMPLES
 
     parent = {"p1": [True, True], "p2": [False, False], "p3": [True, False], "p4": [False, False]}
@@ -254,10 +254,15 @@ def test_the_accuracy_change_carries_a_paired_interval_over_the_problems_both_sc
         BenchmarkResult.objects.filter(eval_run=evaluation).update(score=score)  # the mean of its samples
     response = client_for(alice).get(DASHBOARD_URL, {"parent": run.pk})
     rows = {row["label"]: row for row in response.context["table"]}
-    low, high = bootstrap_ci([0.0, 0.5, 0.5, 0.0], resamples=CHANGE_RESAMPLES)
+    expected = paired_change([parent[p] for p in sorted(parent)], [variant[p] for p in sorted(variant)],
+                             resamples=CHANGE_RESAMPLES).scaled(100)
+    low, high = expected.low / 100, expected.high / 100
     assert rows["merged (Model merging)"]["efficiency"].accuracy_change_interval == pytest.approx(
-        (low * 100, high * 100))
-    assert 0.0 <= low * 100 < 25.0 < high * 100 <= 50.0  # the differences' mean, 25 points, inside
+        (expected.low, expected.high))
+    assert rows["merged (Model merging)"]["efficiency"].token_change_interval == (0.0, 0.0)  # every sample 10 tokens
+    point = rows["merged (Model merging)"]["point"]
+    assert point["score_interval"] == pytest.approx([0.375 + low, 0.375 + high])
+    assert low * 100 < 25.0 < high * 100  # the change, 25 points, inside (sample noise reaches below 0 here)
     assert rows["shortened (DPO)"]["efficiency"].accuracy_change_interval is None  # p9 against p2
     assert f'<span class="muted small change-interval">[{low * 100:.1f}, {high * 100:.1f}]</span>' \
         in response.content.decode()

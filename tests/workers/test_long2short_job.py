@@ -200,3 +200,43 @@ def test_a_method_refusing_its_data_fails_the_variant_with_its_reason(tiny_paren
     variant.refresh_from_db()
     assert variant.error.startswith("ValueError: no problem had a correct response among its 2 samples")
     assert not Checkpoint.objects.filter(variant=variant).exists() and not variant.records.exists()
+
+
+def evaluated(run, suite, iteration: int, score: float, tokens: float, status=JobStatus.SUCCEEDED) -> EvalRun:
+    from webapp.evals.models import BenchmarkResult
+
+    checkpoint = Checkpoint.objects.get(run=run, iteration=iteration)
+    evaluation = EvalRun.objects.create(project=run.project, suite=suite, checkpoint=checkpoint, status=status)
+    if status == JobStatus.SUCCEEDED:
+        BenchmarkResult.objects.create(eval_run=evaluation, benchmark="math500", score=score,
+                                       mean_response_tokens=tokens, num_problems=256)
+    return evaluation
+
+
+def test_long2short_rl_starts_from_the_best_balanced_checkpoint_and_says_why(finished_run, suite, monkeypatch):
+    monkeypatch.setitem(long2short_methods.entries, "long2short_rl", f"{__name__}:fake_dpo")
+    RLRun.objects.filter(pk=finished_run.pk).update(evaluation_suite=suite)
+    evaluated(finished_run, suite, 0, 0.30, 12.0)
+    evaluated(finished_run, suite, 2, 0.49, 20.0)  # within 2 points of the best, and shorter
+    evaluated(finished_run, suite, 3, 0.50, 31.0)
+    variant = variant_of(finished_run, method="long2short_rl", parameters={"beta": 0.1}, evaluation_suite=suite)
+    monkeypatch.setattr("workers.long2short_job.parse_config", lambda cls, parameters: type("C", (), {"beta": 0.1}))
+    assert execute_job("long2short", variant.pk, run_long2short_job) == JobStatus.SUCCEEDED
+    variant.refresh_from_db()
+    assert variant.started_from == Checkpoint.objects.get(run=finished_run, iteration=2)
+    assert variant.start_reason.startswith("best balance: iteration 2 (49.0% at 20.0 tokens): the fewest tokens")
+    assert "iteration 3, 50.0% at 31.0 tokens" in variant.start_reason
+
+    pinned = variant_of(finished_run, method="long2short_rl", evaluation_suite=suite,
+                        parent_checkpoint=Checkpoint.objects.get(run=finished_run, iteration=3))
+    assert execute_job("long2short", pinned.pk, run_long2short_job) == JobStatus.SUCCEEDED
+    pinned.refresh_from_db()
+    assert (pinned.started_from.iteration, pinned.start_reason) == (3, "the parent checkpoint chosen at launch")
+
+
+def test_long2short_rl_waits_for_the_parents_checkpoint_evaluations(finished_run, suite):
+    pending = evaluated(finished_run, suite, 3, 0.0, 0.0, status=JobStatus.RUNNING)
+    assert parent_wait_seconds(variant_of(finished_run, method="long2short_rl").pk, 0) == 1
+    assert parent_wait_seconds(variant_of(finished_run, method="dpo").pk, 0) is None  # other methods do not wait
+    EvalRun.objects.filter(pk=pending.pk).update(status=JobStatus.FAILED)
+    assert parent_wait_seconds(variant_of(finished_run, method="long2short_rl").pk, 0) is None

@@ -31,6 +31,7 @@ class Long2ShortVariant(Job):
         "runs.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="The checkpoint the method started from: the chosen parent checkpoint, else the parent run's "
                   "last when the variant ran (the baseline it is compared with).")
+    start_reason = models.TextField(blank=True, help_text="Why the variant started from that checkpoint.")
     method = models.CharField(max_length=30, choices=Long2ShortMethod.choices)
     parameters = models.JSONField(default=dict, blank=True, help_text="The method's resolved config.")
     evaluation_suite = models.ForeignKey(

@@ -6,7 +6,9 @@ from typing import Any, Mapping
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from common.checkpoint_balance import EvaluatedCheckpoint, best_balance
 from common.id_lists import NotAnId, parse_id_list
+from webapp.evals.models import EvalRun
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.runs.models import Checkpoint, RLRun
@@ -41,11 +43,51 @@ def parents_source_run(parent_run: RLRun | None, parent_checkpoint: Checkpoint |
 
 
 def pending_parent_run(variant: Long2ShortVariant) -> RLRun | None:
-    """The parent run the variant waits for: queued or running (a chosen parent checkpoint never waits)."""
+    """The parent run the variant waits for: queued or running, or (long2short RL, which starts from the best
+    balanced checkpoint) with checkpoint evaluations queued or running; a chosen parent checkpoint never waits."""
     if variant.parent_checkpoint_id or not variant.parent_run_id:
         return None
     run = variant.parent_run
-    return run if run.status in WAITING_FOR_PARENT else None
+    if run.status in WAITING_FOR_PARENT:
+        return run
+    if variant.method == BALANCED_START_METHOD and run.status == JobStatus.SUCCEEDED and \
+            EvalRun.objects.filter(checkpoint__run=run, status__in=WAITING_FOR_PARENT).exists():
+        return run
+    return None
+
+
+BALANCED_START_METHOD = "long2short_rl"
+
+
+def evaluated_checkpoints(run: RLRun, suite_id: int | None) -> list[EvaluatedCheckpoint]:
+    """The run's checkpoints with files whose latest succeeded evaluation on the suite (any suite when None) has
+    results: accuracy and mean tokens averaged over its benchmarks."""
+    evaluations = (EvalRun.objects.filter(checkpoint__run=run, checkpoint__files_removed_at=None,
+                                          checkpoint__iteration__isnull=False, status=JobStatus.SUCCEEDED)
+                   .select_related("checkpoint").prefetch_related("results").order_by("created_at", "pk"))
+    if suite_id is not None:
+        evaluations = evaluations.filter(suite_id=suite_id)
+    latest = {evaluation.checkpoint_id: evaluation for evaluation in evaluations}  # the latest wins
+    points = []
+    for evaluation in latest.values():
+        results = [result for result in evaluation.results.all() if result.mean_response_tokens is not None]
+        if results:
+            points.append(EvaluatedCheckpoint(
+                key=evaluation.checkpoint_id, iteration=evaluation.checkpoint.iteration,
+                accuracy=sum(result.score for result in results) / len(results),
+                mean_tokens=sum(result.mean_response_tokens for result in results) / len(results)))
+    return points
+
+
+def balanced_start(variant: Long2ShortVariant, run: RLRun) -> tuple[Checkpoint, str] | None:
+    """Long2short RL's start when the user pinned none: the best balanced evaluated checkpoint
+    (common.checkpoint_balance) on the variant's suite, else the run's; None without any evaluated checkpoint."""
+    suite_id = variant.evaluation_suite_id or run.evaluation_suite_id
+    points = evaluated_checkpoints(run, suite_id)
+    if not points:
+        return None
+    chosen, reason = best_balance(points)
+    return Checkpoint.objects.get(pk=chosen.key), f"best balance: {reason}"
 
 
 def parent_run_choices(project) -> QuerySet[RLRun]:
@@ -72,20 +114,26 @@ def parent_run_error(run: RLRun | None, checkpoint: Checkpoint | None) -> str | 
     return None
 
 
-def resolve_parent_checkpoint(variant: Long2ShortVariant) -> Checkpoint:
-    """The chosen parent checkpoint, else the parent run's checkpoint with the highest iteration."""
+def resolve_parent_checkpoint(variant: Long2ShortVariant) -> tuple[Checkpoint, str]:
+    """The checkpoint the variant starts from and why: the chosen (pinned) parent checkpoint, else for long2short
+    RL the run's best balanced evaluated checkpoint, else the parent run's checkpoint with the highest iteration."""
     if variant.parent_checkpoint_id:
-        return variant.parent_checkpoint
+        return variant.parent_checkpoint, "the parent checkpoint chosen at launch"
     run = variant.parent_run
     if run is None:
         raise ParentUnavailable("the variant has neither a parent run nor a parent checkpoint")
     if run.status in (JobStatus.FAILED, JobStatus.CANCELLED):
         raise ParentUnavailable(f"parent run '{run.name}' (#{run.pk}) {run.status}: a variant needs a parent run "
                                 f"that succeeded; relaunch the variant from one of the run's checkpoints instead")
+    if variant.method == BALANCED_START_METHOD and (balanced := balanced_start(variant, run)) is not None:
+        return balanced
     checkpoint = run.checkpoints.filter(iteration__isnull=False).order_by("-iteration").first()
     if checkpoint is None:
         raise ParentUnavailable(f"parent run '{run.name}' (#{run.pk}) saved no checkpoint")
-    return checkpoint
+    why = "the run's last checkpoint"
+    if variant.method == BALANCED_START_METHOD:
+        why += " (no checkpoint of the run has a succeeded evaluation to balance accuracy and tokens by)"
+    return checkpoint, why
 
 
 def id_list(text: str | None, field: str) -> list[int]:

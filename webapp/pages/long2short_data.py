@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from django.db.models import Avg, Case, F, FloatField, Q, QuerySet, Value, When
+from django.db.models import F, Q, QuerySet
 
-from evaluation.scoring import bootstrap_ci
+from common.paired_bootstrap import PairedChange, paired_change
 from webapp.evals.models import BenchmarkResult, SampleResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
@@ -33,8 +33,10 @@ class TokenEfficiency:
     accuracy_change_points: float | None  # (score - parent score) * 100
     token_change_percent: float | None  # (tokens - parent tokens) / parent tokens * 100
     accuracy_per_1k_tokens: float | None  # score in percent points / (tokens / 1000)
-    # 95% paired bootstrap interval of the accuracy change, points; None unless both scored the same problems
+    # 95% paired two-level bootstrap interval (common.paired_bootstrap) of the accuracy change, points, and of the
+    # token change, percent of the parent's tokens; None unless both scored the same problems (at least two)
     accuracy_change_interval: tuple[float, float] | None = None
+    token_change_interval: tuple[float, float] | None = None
     # the two were graded under different truncation policies (evaluation.outcome): the change is not like for like
     grading_differs: bool = False
 
@@ -56,29 +58,32 @@ def token_efficiency(score: float, mean_tokens: float | None,
     return TokenEfficiency(score, mean_tokens, points, tokens_percent, accuracy_per_1k_tokens(score, mean_tokens))
 
 
-def paired_change_interval(variant_problems: dict[str, float], parent_problems: dict[str, float],
-                           resamples: int = CHANGE_RESAMPLES) -> tuple[float, float] | None:
-    """95% interval of the accuracy change in points, bootstrapping the per-problem differences (variant minus
-    parent, each a problem's fraction of correct samples): problems are resampled in pairs, so what the two
-    models share (a problem both solve, one neither does) does not widen it. None unless both evaluated the
-    same problems, at least two."""
-    if len(variant_problems) < 2 or variant_problems.keys() != parent_problems.keys():
+ProblemSamples = dict[str, tuple[list[float], list[float]]]  # problem id -> (1/0 correct, tokens) of its samples
+
+
+def paired_changes(variant: ProblemSamples, parent: ProblemSamples,
+                   resamples: int = CHANGE_RESAMPLES) -> tuple[PairedChange, PairedChange] | None:
+    """(accuracy change in points, token change in tokens), variant minus parent, each with its 95% paired
+    two-level bootstrap interval (problems in pairs, then samples within each: common.paired_bootstrap). None
+    unless both evaluated the same problems, at least two."""
+    if len(variant) < 2 or variant.keys() != parent.keys():
         return None
-    differences = [variant_problems[problem] - parent_problems[problem] for problem in sorted(variant_problems)]
-    low, high = bootstrap_ci(differences, resamples=resamples)
-    return low * 100, high * 100
+    problems = sorted(variant)
+    accuracy = paired_change([parent[p][0] for p in problems], [variant[p][0] for p in problems], resamples=resamples)
+    tokens = paired_change([parent[p][1] for p in problems], [variant[p][1] for p in problems], resamples=resamples)
+    return accuracy.scaled(100), tokens
 
 
-def problem_accuracies(eval_run_ids: set[int]) -> dict[tuple[int, str], dict[str, float]]:
-    """(evaluation, benchmark) -> problem id -> its fraction of correct samples (one query)."""
-    rows = (SampleResult.objects.filter(eval_run_id__in=eval_run_ids)
-            .values("eval_run_id", "benchmark", "problem_id")
-            .annotate(accuracy=Avg(Case(When(correct=True, then=Value(1.0)), default=Value(0.0),
-                                        output_field=FloatField()))))
-    accuracies: dict[tuple[int, str], dict[str, float]] = {}
-    for row in rows:
-        accuracies.setdefault((row["eval_run_id"], row["benchmark"]), {})[row["problem_id"]] = row["accuracy"]
-    return accuracies
+def problem_samples(eval_run_ids: set[int]) -> dict[tuple[int, str], ProblemSamples]:
+    """(evaluation, benchmark) -> problem id -> its samples' correctness and tokens (one query)."""
+    rows = (SampleResult.objects.filter(eval_run_id__in=eval_run_ids).order_by()
+            .values_list("eval_run_id", "benchmark", "problem_id", "correct", "response_tokens"))
+    samples: dict[tuple[int, str], ProblemSamples] = {}
+    for eval_run_id, benchmark, problem_id, correct, tokens in rows:
+        correct_list, token_list = samples.setdefault((eval_run_id, benchmark), {}).setdefault(problem_id, ([], []))
+        correct_list.append(1.0 if correct else 0.0)
+        token_list.append(float(tokens))
+    return samples
 
 
 def checkpoint_label(name: str, iteration: int | None) -> str:
@@ -172,7 +177,7 @@ def dashboard_data(parent: RLRun) -> dict[str, Any]:
             point = {"label": f"{variant.name} ({variant.get_method_display()})", "variant": variant.pk,
                      "score": row["score"], "tokens": row["mean_response_tokens"]}
             variant_points.append(point)
-            table.append({**point, "benchmark": benchmark, "efficiency": efficiency,
+            table.append({**point, "point": point, "benchmark": benchmark, "efficiency": efficiency,
                           "reference": reference["label"] if reference else None})
             if reference is not None:
                 compared.append((table[-1], row, parent_rows[(benchmark, reference["checkpoint"])]))
@@ -188,23 +193,39 @@ def truncation_policy(row: dict) -> bool:
     return bool(metrics.get("truncated_counts_wrong", False))
 
 
-def scores_its_samples(row: dict, accuracies: dict[str, float]) -> bool:
+def scores_its_samples(row: dict, samples: ProblemSamples) -> bool:
     """Whether the result's score is the mean of its problems' sample accuracies (an lm-eval task's own metric
     may be another number, which a bootstrap of the samples would not describe)."""
-    return bool(accuracies) and abs(sum(accuracies.values()) / len(accuracies) - row["score"]) < 1e-9
+    if not samples:
+        return False
+    accuracies = [sum(correct) / len(correct) for correct, _ in samples.values()]
+    return abs(sum(accuracies) / len(accuracies) - row["score"]) < 1e-9
 
 
 def add_change_intervals(compared: list[tuple[dict, dict, dict]]) -> None:
-    """Give each (table row, variant result, parent result) its change's paired interval (one query, over these
-    evaluations only), or mark that the two were graded under different truncation policies."""
-    accuracies = problem_accuracies({result["eval_run_id"] for _, variant, parent in compared
-                                     for result in (variant, parent)})
+    """Give each (table row, variant result, parent result) its changes' paired intervals (one query, over these
+    evaluations only), or mark that the two were graded under different truncation policies. The row's point
+    gets the intervals as bars around itself (the parent's value plus the change's interval)."""
+    samples = problem_samples({result["eval_run_id"] for _, variant, parent in compared
+                               for result in (variant, parent)})
     for table_row, variant, parent in compared:
         if truncation_policy(variant) != truncation_policy(parent):
             table_row["efficiency"] = replace(table_row["efficiency"], grading_differs=True)
             continue
-        ours, theirs = (accuracies.get((result["eval_run_id"], result["benchmark_name"]), {})
+        ours, theirs = (samples.get((result["eval_run_id"], result["benchmark_name"]), {})
                         for result in (variant, parent))
-        if scores_its_samples(variant, ours) and scores_its_samples(parent, theirs):
-            table_row["efficiency"] = replace(table_row["efficiency"],
-                                              accuracy_change_interval=paired_change_interval(ours, theirs))
+        if not (scores_its_samples(variant, ours) and scores_its_samples(parent, theirs)):
+            continue
+        changes = paired_changes(ours, theirs)
+        if changes is None:
+            continue
+        accuracy, tokens = changes
+        parent_tokens = parent["mean_response_tokens"]
+        token_percent = (tokens.low / parent_tokens * 100, tokens.high / parent_tokens * 100) if parent_tokens \
+            else None
+        table_row["efficiency"] = replace(table_row["efficiency"], token_change_interval=token_percent,
+                                          accuracy_change_interval=(accuracy.low, accuracy.high))
+        table_row["point"]["score_interval"] = [parent["score"] + accuracy.low / 100,
+                                                parent["score"] + accuracy.high / 100]
+        if parent_tokens:
+            table_row["point"]["tokens_interval"] = [parent_tokens + tokens.low, parent_tokens + tokens.high]

@@ -120,6 +120,19 @@ def sections_key(run: RLRun) -> str:
     return "-".join(str(count) for count in counts)
 
 
+def warmup_text(run: RLRun) -> str:
+    """'Warm-up SFT: step 120 of 400 · loss 0.531 · ETA 2 min' while the run's warm-up is under way, else ''."""
+    progress = run.warmup_progress or {}
+    if run.status != JobStatus.RUNNING or run.current_iteration > 0 or not progress:
+        return ""
+    step, steps = progress["step"], progress["steps"]
+    if step >= steps:
+        return f"Warm-up SFT done ({steps} steps, last loss {progress['loss']:.3f}); the first RL iteration runs"
+    elapsed = progress["updated"] - progress["started"]
+    eta = elapsed / step * (steps - step) if step else None
+    return f"Warm-up SFT: step {step} of {steps} · loss {progress['loss']:.3f} · ETA {duration_text(eta)}"
+
+
 def status_payload(run: RLRun) -> dict[str, Any]:
     """The run's state as JSON-ready data, for the page's periodic refresh (a fixed number of queries); `run`
     comes annotated by with_section_counts."""
@@ -137,6 +150,7 @@ def status_payload(run: RLRun) -> dict[str, Any]:
         "progress": run.progress,
         "eta_seconds": eta,
         "eta": duration_text(eta),
+        "warmup": warmup_text(run),
         "started_at": moment_text(run.started_at),
         "finished_at": moment_text(run.finished_at),
         "worker": run.worker or "—",

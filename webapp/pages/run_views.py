@@ -15,7 +15,7 @@ from webapp.evals.models import EvalRun
 from webapp.pages.forms import RunLaunchForm
 from webapp.pages.run_charts import benchmark_series, chart_series
 from webapp.pages.run_data import (
-    config_rows, duration_text, eta_seconds, log_tail, sections_key, status_payload, with_section_counts,
+    config_rows, duration_text, eta_seconds, log_tail, sections_key, status_payload, warmup_text, with_section_counts,
 )
 from webapp.pages.run_samples import SampleFilterForm, filtered_samples, valid_filters
 from webapp.pages.shortcuts import cancel_job, paginate, render_project_list
@@ -53,6 +53,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "chart_data": chart_series(run),
         "benchmark_data": benchmark_series(run),
         "eta": duration_text(eta_seconds(run)),
+        "warmup": warmup_text(run),
         "metrics_page": paginate(request, run.metrics.order_by("-iteration"), per_page=METRIC_ROWS_PER_PAGE),
         "log_tail": log_tail(run.log),
         "checkpoints": run.checkpoints.order_by("-created_at")[:RELATED_ROWS],

@@ -31,6 +31,9 @@ class RLRun(Job):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="rl_runs")
     current_iteration = models.PositiveIntegerField(default=0)
     total_iterations = models.PositiveIntegerField(default=0)
+    warmup_progress = models.JSONField(
+        default=dict, blank=True,
+        help_text="Warm-up SFT while it runs: step, steps (in all), loss, started and updated (Unix seconds).")
 
     objects = ProjectScopedQuerySet.as_manager()
 
