@@ -48,12 +48,21 @@
     return all.length ? [Math.min.apply(null, all), Math.max.apply(null, all)] : [0, 1];
   }
 
+  // Each score's 95% bootstrap interval as asymmetric error bars (none where a result has no interval).
+  function intervalBars(values, lows, highs) {
+    if (!lows || lows.every(function (low) { return low === null; })) { return { visible: false }; }
+    return { type: "data", symmetric: false, visible: true, thickness: 1.2,
+             array: values.map(function (value, index) { return highs[index] === null ? 0 : highs[index] - value; }),
+             arrayminus: values.map(function (value, index) { return lows[index] === null ? 0 : value - lows[index]; }) };
+  }
+
   function benchmarkTraces(chart) {
     var range = xRange(chart);
     var traces = [];
     chart.series.forEach(function (series) {
       if (series.x.length) {
-        traces.push({ x: series.x, y: series.y, name: series.label, mode: "lines+markers" });
+        traces.push({ x: series.x, y: series.y, name: series.label, mode: "lines+markers",
+                      error_y: intervalBars(series.y, series.low, series.high) });
       }
       if (series.level !== null) {  // a score without an x position: a horizontal reference line
         traces.push({ x: range, y: [series.level, series.level], name: series.label, mode: "lines",

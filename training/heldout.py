@@ -17,6 +17,9 @@ class HeldOutResult:
     accuracy: float
     mean_response_tokens: float
     samples: int
+    # per problem (in the records' order), each sample's 1/0 correctness and tokens: for paired comparisons
+    correct_by_problem: tuple[tuple[float, ...], ...] = ()
+    tokens_by_problem: tuple[tuple[float, ...], ...] = ()
 
 
 def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], samples_per_problem: int,
@@ -39,5 +42,10 @@ def held_out_accuracy(engine, tokenizer, records: Sequence[PromptRecord], sample
     correct = [0.0 if counted_wrong_for_truncation(completion.finish_reason == FINISH_LENGTH, truncated_counts_wrong)
                else score for score, (_, completion) in zip(correct, pairs)]
     lengths = [len(completion.token_ids) for _, completion in pairs]
+    bounds = [0]
+    for completions in outputs:
+        bounds.append(bounds[-1] + len(completions))
     return HeldOutResult(accuracy=sum(correct) / len(correct), mean_response_tokens=sum(lengths) / len(lengths),
-                         samples=len(correct))
+                         samples=len(correct),
+                         correct_by_problem=tuple(tuple(correct[a:b]) for a, b in zip(bounds, bounds[1:])),
+                         tokens_by_problem=tuple(tuple(map(float, lengths[a:b])) for a, b in zip(bounds, bounds[1:])))

@@ -38,6 +38,9 @@ from training.trajectories import ReplayBuffer
 from training.types import CheckpointReport, PromptRecord, RunPaths, TrainingHooks, images_refusal
 
 WARMUP_TRACES = 20000
+# Share of the warm-up traces written step by step (the rest answer directly): the warmed-up policy answers directly
+# half the time, so RL has a choice to make (docs/demo-design.md)
+WARMUP_STEP_BY_STEP_SHARE = 0.5
 
 
 @dataclass
@@ -198,7 +201,8 @@ def run_rewards(config: RLConfig, paths: RunPaths) -> CorrectnessRewards:
 def run_warmup(session: RunSession, hooks: TrainingHooks) -> None:
     """Long-CoT warm-up SFT on synthetic traces, saved as checkpoint 0 so a resume skips it."""
     config = session.config
-    examples = [(problem.problem, response) for problem, response in warmup_traces(WARMUP_TRACES, seed=config.seed)]
+    traces = warmup_traces(WARMUP_TRACES, seed=config.seed, step_by_step_share=WARMUP_STEP_BY_STEP_SHARE)
+    examples = [(problem.problem, response) for problem, response in traces]
     hooks.log(f"warm-up SFT: {config.warmup_sft_steps} steps on packed traces")
     report_every = max(1, config.warmup_sft_steps // 10)
     warmup_sft(session.model, session.tokenizer, examples, steps=config.warmup_sft_steps,

@@ -336,3 +336,17 @@ def test_megatron_checkpoints_go_with_their_rank_state(warm_model_dir, tmp_path)
     assert folders == ["checkpoints/iteration-000003"]  # nothing else: no rank_state of 1 or 2 left behind
     assert "checkpoints/iteration-000003/rank_state/rank-0.pt" in result["left"]
     assert result["resumed"] == [4]
+
+
+def test_the_warm_up_steps_reach_the_launcher_every_ten_steps_and_at_the_last(tmp_path):
+    from training.torchrun.events import EventReader, file_hooks
+    from training.types import TrainingHooks
+
+    events = tmp_path / "events.jsonl"
+    rank_0 = file_hooks(events, tmp_path / "stop", tmp_path / "removals.json")
+    for step in range(1, 26):
+        rank_0.on_warmup_step(step, 25, 1.0 / step)
+    seen = []
+    reader = EventReader(events, tmp_path / "removals.json")
+    reader.replay(TrainingHooks(on_warmup_step=lambda *step: seen.append(step)))
+    assert seen == [(10, 25, 0.1), (20, 25, 0.05), (25, 25, 0.04)]

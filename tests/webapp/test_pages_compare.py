@@ -108,7 +108,8 @@ def test_checkpoint_scores_are_placed_by_iteration_or_by_tokens(client_for, alic
     client = client_for(alice)
     by_iteration = client.get(DATA_URL, {"runs": run.pk}).json()["benchmarks"]
     assert [chart["benchmark"] for chart in by_iteration] == ["aime24", "math500"]
-    assert by_iteration[1]["series"] == [{"label": "run-1", "x": [2, 4], "y": [0.4, 0.6], "level": None}]
+    assert by_iteration[1]["series"] == [{"label": "run-1", "x": [2, 4], "y": [0.4, 0.6], "low": [None, None],
+                                          "high": [None, None], "level": None}]
     by_tokens = client.get(DATA_URL, {"runs": run.pk, "x": "tokens"}).json()["benchmarks"]
     assert by_tokens[1]["series"][0]["x"] == [2000, 4000]
 
@@ -135,7 +136,9 @@ def test_the_warm_up_checkpoint_sits_at_zero_tokens(client_for, alice, run, suit
     evaluate(warm_up, suite, {"math500": 0.1})
     evaluate(last, suite, {"math500": 0.5})
     (chart,) = client_for(alice).get(DATA_URL, {"runs": run.pk, "x": "tokens"}).json()["benchmarks"]
-    assert chart["series"] == [{"label": "run-1", "x": [0, 1000], "y": [0.1, 0.5], "level": None}]
+    assert chart["series"] == [{"label": "run-1", "x": [0, 1000], "y": [0.1, 0.5], "low": [None, None],
+                                "high": [None, None],
+                                "level": None}]
 
 
 def test_variants_contribute_their_checkpoint_scores(client_for, alice, run, suite):
@@ -145,7 +148,8 @@ def test_variants_contribute_their_checkpoint_scores(client_for, alice, run, sui
     payload = client_for(alice).get(DATA_URL, {"variants": variant.pk}).json()
     assert payload["metrics"] == []
     assert payload["benchmarks"] == [{"benchmark": "math500", "series": [
-        {"label": "short (DPO)", "x": [], "y": [], "level": 0.55}]}]  # no iteration: a horizontal line
+        # no iteration: a horizontal line
+        {"label": "short (DPO)", "x": [], "y": [], "low": [], "high": [], "level": 0.55}]}]
 
 
 @pytest.mark.parametrize("params, field", [
@@ -201,11 +205,13 @@ def test_the_query_count_does_not_grow_with_iterations_runs_or_checkpoints(
     add_metrics(run, range(1, 4))
     add_checkpoints(run, 1)
     variant = Long2ShortVariant.objects.create(project=run.project, name="v", parent_run=run, method="dpo")
-    params = {"runs": str(run.pk), "variants": variant.pk, "x": "tokens"}
-    # session, user, runs, variants, bucket widths, buckets, checkpoint scores
-    with django_assert_num_queries(7) as small:
+    first_other = second_run(run, "other-0")
+    add_checkpoints(first_other, 1)
+    params = {"runs": f"{run.pk},{first_other.pk}", "variants": variant.pk, "x": "tokens"}
+    # session, user, runs, variants, bucket widths, buckets, checkpoint scores, the last checkpoints' samples
+    with django_assert_num_queries(8) as small:
         client.get(DATA_URL, params)
-    others = [second_run(run, f"other-{index}") for index in range(3)]
+    others = [first_other] + [second_run(run, f"other-{index}") for index in range(1, 3)]
     for other in [run, *others]:
         add_metrics(other, range(4, 2001))
         add_checkpoints(other, 4)
@@ -226,3 +232,38 @@ def test_the_page_query_count_does_not_grow_with_the_projects_runs(client_for, a
     with django_assert_num_queries(len(few.captured_queries)):
         response = client.get(PAGE_URL, {"runs": run.pk})
     assert len(response.context["picker_runs"]) == len(response.context["picker_variants"]) == 50
+
+
+def add_samples(evaluation, correct_by_problem: dict[str, list[bool]], tokens: int = 10):
+    from webapp.evals.models import SampleResult
+
+    SampleResult.objects.bulk_create(
+        SampleResult(eval_run=evaluation, benchmark="math500", problem_id=problem, sample_index=index,
+                     response_tokens=tokens, correct=correct)
+        for problem, samples in correct_by_problem.items() for index, correct in enumerate(samples))
+
+
+def test_the_last_checkpoints_differ_by_a_paired_interval_against_the_first_run(client_for, alice, run, suite):
+    from common.paired_bootstrap import paired_change
+    from webapp.pages.long2short_data import CHANGE_RESAMPLES
+
+    other = second_run(run, "curriculum")
+    baseline_samples = {"p1": [True, False], "p2": [False, False], "p3": [True, True], "p4": [False, True]}
+    other_samples = {"p1": [True, True], "p2": [True, False], "p3": [True, True], "p4": [True, True]}
+    for source, iteration, samples, tokens in ((run, 10, {"p1": [False, False]}, 5), (run, 20, baseline_samples, 12),
+                                               (other, 20, other_samples, 15)):
+        checkpoint = Checkpoint.objects.create(project=run.project, run=source, iteration=iteration, path="/c")
+        score = sum(map(sum, samples.values())) / sum(map(len, samples.values()))
+        add_samples(evaluate(checkpoint, suite, {"math500": score}), samples, tokens)
+    response = client_for(alice).get(PAGE_URL, {"runs": f"{run.pk},{other.pk}"})
+    (row,) = response.context["chart_data"]["differences"]
+    expected = paired_change([baseline_samples[p] for p in sorted(baseline_samples)],
+                             [other_samples[p] for p in sorted(other_samples)], resamples=CHANGE_RESAMPLES).scaled(100)
+    assert (row["run"], row["run_iteration"], row["baseline"], row["baseline_iteration"]) == \
+        ("curriculum", 20, "run-1", 20)  # the last checkpoints, not iteration 10
+    assert row["accuracy_change"] == pytest.approx(37.5)  # 87.5% against 50%
+    assert row["accuracy_interval"] == pytest.approx([expected.low, expected.high])
+    assert row["token_change"] == pytest.approx(3.0) and row["token_interval"] == pytest.approx([3.0, 3.0])
+    page = response.content.decode()
+    assert "Difference at the last checkpoint" in page and f"[{expected.low:.1f}, {expected.high:.1f}]" in page
+    assert client_for(alice).get(PAGE_URL, {"runs": run.pk}).context["chart_data"]["differences"] == []

@@ -277,3 +277,27 @@ def test_the_accuracy_change_carries_a_paired_interval_over_the_problems_both_sc
     merged = {row["label"]: row for row in response.context["table"]}["merged (Model merging)"]["efficiency"]
     assert (merged.accuracy_change_interval, merged.grading_differs) == (None, True)
     assert "graded differently</span>" in response.content.decode()
+
+
+def test_the_api_gives_the_token_efficiency_table_with_its_intervals(client_for, alice, charlie, run, suite, family):
+    from common.paired_bootstrap import paired_change
+    from webapp.pages.long2short_data import CHANGE_RESAMPLES
+
+    parent = {"p1": [True, True], "p2": [False, False], "p3": [True, False], "p4": [False, False]}
+    variant = {"p1": [True, True], "p2": [True, False], "p3": [True, True], "p4": [False, False]}
+    for checkpoint, samples, score in ((family["late"], parent, 0.375),
+                                       (family["merge"].checkpoints.get(), variant, 0.625)):
+        evaluation = EvalRun.objects.get(checkpoint=checkpoint)
+        add_samples(evaluation, samples)
+        BenchmarkResult.objects.filter(eval_run=evaluation).update(score=score)
+    url = f"/api/runs/{run.pk}/token-efficiency/"
+    response = client_for(alice).get(url)
+    assert response.status_code == 200
+    rows = {row["label"]: row for row in response.json()["results"]}
+    merged = rows["merged (Model merging)"]
+    expected = paired_change([parent[p] for p in sorted(parent)], [variant[p] for p in sorted(variant)],
+                             resamples=CHANGE_RESAMPLES).scaled(100)
+    assert merged["accuracy_change_points"] == pytest.approx(25.0)
+    assert merged["accuracy_change_interval"] == pytest.approx([expected.low, expected.high])
+    assert merged["token_change_interval"] == [0.0, 0.0] and merged["compared_with"] == "run-1 @ 20"
+    assert client_for(charlie).get(url).status_code == 404

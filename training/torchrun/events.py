@@ -25,6 +25,8 @@ from training.types import (
 )
 
 ITERATION, CHECKPOINT, LOG, OUTCOME = "iteration", "checkpoint", "log", "outcome"
+WARMUP_STEP = "warmup_step"
+WARMUP_EVENT_EVERY = 10  # rank 0 writes every this many warm-up steps (and the last), not each one
 CHECKPOINT_REMOVALS = "checkpoint_removals"
 REMOVALS_WAIT_SECONDS = 120.0  # rank 0 keeps its old checkpoints (this save) when the launcher has not answered by then
 REMOVALS_POLL_SECONDS = 0.1
@@ -91,6 +93,8 @@ def file_hooks(events_path: Path, stop_path: Path, removals_path: Path) -> Train
         on_iteration=lambda report: write(ITERATION, report=dataclasses.asdict(report)),
         on_checkpoint=lambda report: write(CHECKPOINT, report=dataclasses.asdict(report)),
         log=lambda line: write(LOG, line=line),
+        on_warmup_step=lambda step, steps, loss: write(WARMUP_STEP, step=step, steps=steps, loss=loss)
+        if step % WARMUP_EVENT_EVERY == 0 or step == steps else None,
         should_stop=stop_path.exists,
         approve_checkpoint_removals=lambda iterations: request_removals(write, removals_path, iterations),
     )
@@ -134,6 +138,8 @@ class EventReader:
             answer_removals(self.removals_path, event["request"], event["iterations"], hooks)
         elif kind == LOG:
             hooks.log(event["line"])
+        elif kind == WARMUP_STEP:
+            hooks.on_warmup_step(event["step"], event["steps"], event["loss"])
         elif kind == OUTCOME:
             self.outcome = TrainingOutcome(**event["outcome"])
         else:

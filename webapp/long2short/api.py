@@ -40,9 +40,9 @@ class Long2ShortVariantSerializer(QueuedJobSerializerMixin, ProjectScopedSeriali
 
     class Meta:
         model = Long2ShortVariant
-        fields = ("id", "project", "name", "parent_run", "parent_checkpoint", "started_from", "method", "parameters",
-                  "evaluation_suite", "owner", *JOB_FIELDS)
-        read_only_fields = ("started_from", *JOB_FIELDS)
+        fields = ("id", "project", "name", "parent_run", "parent_checkpoint", "started_from", "start_reason", "method",
+                  "parameters", "evaluation_suite", "owner", *JOB_FIELDS)
+        read_only_fields = ("started_from", "start_reason", *JOB_FIELDS)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)

@@ -20,6 +20,7 @@ from webapp.evals.models import BenchmarkResult
 from webapp.jobs import JobStatus
 from webapp.long2short.models import Long2ShortVariant
 from webapp.evals.benchmark_labels import suite_labels
+from webapp.pages.long2short_data import paired_changes, problem_samples
 from webapp.runs.models import IterationMetric, RLRun
 
 MAX_POINTS = 500  # per series, after downsampling
@@ -212,10 +213,12 @@ def checkpoint_results(run_ids: Sequence[int], variant_ids: Sequence[int]) -> li
                   iteration=F("eval_run__checkpoint__iteration"), tokens=tokens_until_checkpoint(),
                   suite_id=F("eval_run__suite_id"), suite_name=F("eval_run__suite__name"))
         .order_by("eval_run__created_at", "eval_run_id")
-        .values("run_id", "variant_id", "iteration", "tokens", "benchmark", "score", "suite_id", "suite_name")
+        .values("run_id", "variant_id", "iteration", "tokens", "benchmark", "score", "suite_id", "suite_name",
+                "ci_low", "ci_high", "eval_run_id", "mean_response_tokens", "metrics")
     )
     labels = suite_labels((row["benchmark"], row["suite_id"], row["suite_name"]) for row in rows)
-    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])]} for row in rows]
+    return [{**row, "benchmark": labels[(row["benchmark"], row["suite_id"])], "benchmark_name": row["benchmark"]}
+            for row in rows]
 
 
 # ---------------------------------------------------------------- the chart data
@@ -235,7 +238,8 @@ def metric_charts(runs: Sequence[RLRun], metrics: Sequence[str], x_axis: str, sm
     return charts
 
 
-def benchmark_charts(runs: Sequence[RLRun], variants: Sequence[Long2ShortVariant], x_axis: str) -> list[dict]:
+def benchmark_charts(runs: Sequence[RLRun], variants: Sequence[Long2ShortVariant], x_axis: str,
+                     results: Sequence[dict]) -> list[dict]:
     """One chart per benchmark: each source's checkpoint scores by x (figure 10 of the report).
 
     The latest evaluation of a checkpoint counts; a score with no x (a variant's checkpoint without an
@@ -243,11 +247,11 @@ def benchmark_charts(runs: Sequence[RLRun], variants: Sequence[Long2ShortVariant
     """
     labels = {("run", run.pk): run.name for run in runs}
     labels.update({("variant", variant.pk): str(variant) for variant in variants})
-    points: dict[str, dict[tuple, dict]] = {}  # benchmark -> source -> x -> score
-    for row in checkpoint_results([run.pk for run in runs], [variant.pk for variant in variants]):
+    points: dict[str, dict[tuple, dict]] = {}  # benchmark -> source -> x -> result row
+    for row in results:
         source = ("run", row["run_id"]) if row["run_id"] is not None else ("variant", row["variant_id"])
         x = row["iteration"] if x_axis == "iteration" else row["tokens"]
-        points.setdefault(row["benchmark"], {}).setdefault(source, {})[x] = row["score"]
+        points.setdefault(row["benchmark"], {}).setdefault(source, {})[x] = row
     charts = []
     for benchmark in sorted(points):
         series = []
@@ -255,20 +259,64 @@ def benchmark_charts(runs: Sequence[RLRun], variants: Sequence[Long2ShortVariant
             by_x = points[benchmark].get(source)
             if by_x is None:
                 continue
-            placed = sorted((x, score) for x, score in by_x.items() if x is not None)
-            series.append({"label": label, "x": [x for x, _ in placed], "y": [score for _, score in placed],
-                           "level": by_x.get(None)})
+            placed = sorted((x, row) for x, row in by_x.items() if x is not None)
+            level = by_x.get(None)
+            series.append({"label": label, "x": [x for x, _ in placed], "y": [row["score"] for _, row in placed],
+                           # each score's 95% bootstrap interval (None where the result has none)
+                           "low": [row["ci_low"] for _, row in placed], "high": [row["ci_high"] for _, row in placed],
+                           "level": level["score"] if level else None})
         charts.append({"benchmark": benchmark, "series": series})
     return charts
+
+
+def last_checkpoint_differences(runs: Sequence[RLRun], results: Sequence[dict]) -> list[dict]:
+    """Each later run against the first chosen one, per benchmark, at each run's last evaluated checkpoint: the
+    accuracy change (points) and token change with their paired two-level bootstrap intervals, when both scored
+    the same problems (one query)."""
+    if len(runs) < 2:
+        return []
+    last: dict[tuple[int, str], dict] = {}
+    for row in results:  # oldest evaluation first: the latest of the highest iteration wins
+        if row["run_id"] is None or row["iteration"] is None:
+            continue
+        key = (row["run_id"], row["benchmark"])
+        if key not in last or row["iteration"] >= last[key]["iteration"]:
+            last[key] = row
+    baseline, others = runs[0], runs[1:]
+    pairs = [(other, last[(baseline.pk, benchmark)], row) for (run_id, benchmark), row in last.items()
+             for other in others if run_id == other.pk and (baseline.pk, benchmark) in last]
+    samples = problem_samples({row["eval_run_id"] for _, first, second in pairs for row in (first, second)})
+    differences = []
+    for other, first, second in sorted(pairs, key=lambda pair: (pair[1]["benchmark"], pair[0].pk)):
+        changes = paired_changes(samples.get((second["eval_run_id"], benchmark_name(second)), {}),
+                                 samples.get((first["eval_run_id"], benchmark_name(first)), {}))
+        accuracy, tokens = changes if changes else (None, None)
+        differences.append({
+            "benchmark": first["benchmark"], "baseline": baseline.name, "run": other.name,
+            "baseline_iteration": first["iteration"], "run_iteration": second["iteration"],
+            "baseline_score": first["score"], "run_score": second["score"],
+            "accuracy_change": (second["score"] - first["score"]) * 100,
+            "accuracy_interval": [accuracy.low, accuracy.high] if accuracy else None,
+            "token_change": tokens.change if tokens else None,
+            "token_interval": [tokens.low, tokens.high] if tokens else None})
+    return differences
+
+
+def benchmark_name(row: dict) -> str:
+    """The benchmark's own name (the series label may add its suite)."""
+    return row.get("benchmark_name", row["benchmark"])
 
 
 def compare_payload(user, options: dict[str, Any]) -> dict[str, Any]:
     """Everything the compare page draws, as JSON-ready data (a constant number of queries)."""
     runs, variants = selected_sources(user, options["runs"], options["variants"])
+    results = checkpoint_results([run.pk for run in runs], [variant.pk for variant in variants]) \
+        if runs or variants else []
     return {
         "x_axis": options["x"],
         "x_label": X_AXES[options["x"]],
         "smoothing": options["smooth"],
         "metrics": metric_charts(runs, options["metric"], options["x"], options["smooth"]) if runs else [],
-        "benchmarks": benchmark_charts(runs, variants, options["x"]) if runs or variants else [],
+        "benchmarks": benchmark_charts(runs, variants, options["x"], results) if runs or variants else [],
+        "differences": last_checkpoint_differences(runs, results),
     }

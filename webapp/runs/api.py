@@ -20,6 +20,7 @@ from webapp.api_filters import IntegerFilter, ResponseLengthFilter, VisibleFilte
 from webapp.api_schema import cancel_schema, error, updates_refused, with_outcome
 from webapp.configs import resolve_config
 from webapp.evals.models import BenchmarkSuite
+from webapp.pages.long2short_data import dashboard_data
 from webapp.prompts.models import PromptSet
 from webapp.runs.models import Checkpoint, IterationMetric, RLRun, TrainingSample
 from webapp.path_policy import model_knob_changes
@@ -130,6 +131,24 @@ class RLRunViewSet(CancelMixin, ScopedViewSet):
             return Response({"detail": f"only a failed or cancelled run can be resumed; this run is {previous}"},
                             status=status.HTTP_409_CONFLICT)
         return Response(self.get_serializer(run).data | {"outcome": "resumed"})
+
+    @extend_schema(request=None, responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="token-efficiency")
+    def token_efficiency(self, request, pk=None):
+        """The long2short token-efficiency table of the run's variants (report figure 7): per variant and
+        benchmark, score, mean tokens, the checkpoint compared with, the accuracy change (points) and token change
+        (percent) with their 95% paired two-level bootstrap intervals, and accuracy per 1k tokens."""
+        rows = dashboard_data(self.get_object())["table"]
+        return Response({"results": [efficiency_row(row) for row in rows]})
+
+
+def efficiency_row(row: dict) -> dict:
+    """One token-efficiency table row as JSON (intervals as [low, high] lists or null)."""
+    efficiency = dataclasses.asdict(row["efficiency"])
+    for name in ("accuracy_change_interval", "token_change_interval"):
+        efficiency[name] = list(efficiency[name]) if efficiency[name] else None
+    return {"variant": row["variant"], "label": row["label"], "benchmark": row["benchmark"],
+            "compared_with": row["reference"], **efficiency}
 
 
 class IterationMetricSerializer(serializers.ModelSerializer):

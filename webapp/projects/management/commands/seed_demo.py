@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from common.knobs import config_to_dict, parse_config
@@ -21,6 +21,7 @@ from webapp.runs.models import RLRun
 from webapp.runs.services import launch_run
 
 DEMO_PROMPTS = 256
+ABLATION_SEEDS = (0, 1)
 
 
 class Command(BaseCommand):
@@ -32,9 +33,16 @@ class Command(BaseCommand):
         parser.add_argument("--launch-run", action="store_true", dest="queue_run",
                             help="queue the demo RL run (warm-up SFT, then RL on the tiny model) unless one exists, "
                                  "and its four long2short variants (they wait for the run)")
+        parser.add_argument("--ablations", action="store_true",
+                            help="queue the report's figure 9 and 10 comparisons as small runs from the demo run's "
+                                 "warm-up checkpoint: uniform sampling against warmup_then_hard, mirror descent "
+                                 "against ReST, each pair on the same seeds")
+        parser.add_argument("--ablation-seeds", type=int, nargs="+", default=list(ABLATION_SEEDS),
+                            help=f"run seeds of the ablations (default: {' '.join(map(str, ABLATION_SEEDS))})")
 
     @transaction.atomic
-    def handle(self, *args, username: str, password: str, queue_run: bool = False, **options):
+    def handle(self, *args, username: str, password: str, queue_run: bool = False, ablations: bool = False,
+               ablation_seeds: list[int] = ABLATION_SEEDS, **options):
         user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True,
                                                                                              "is_superuser": True})
         if created:
@@ -56,10 +64,13 @@ class Command(BaseCommand):
         suite, _ = BenchmarkSuite.objects.get_or_create(
             project=project, name="Synthetic arithmetic (held out)",
             defaults={"benchmarks": [{"benchmark": "synthetic-arithmetic", "samples_per_problem": 4,
-                                      "max_tokens": 256, "temperature": 1.0, "top_p": 1.0, "limit": 64}]},
+                                      "max_tokens": 128, "temperature": 1.0, "top_p": 1.0, "limit": 256}]},
         )
         if queue_run:
             self.queue_demo_run(project, prompt_set, suite, user)
+        if ablations:
+            for line in queue_ablations(project, prompt_set, suite, user, ablation_seeds):
+                self.stdout.write(line)
         self.stdout.write(f"demo ready: log in as {username!r} (password {password!r} if it was just created)")
 
     def queue_demo_run(self, project, prompt_set, suite, user) -> None:
@@ -95,7 +106,7 @@ DEMO_VARIANTS = (
     ("Shortest rejection sampling", "shortest_rejection",
      {"samples_per_problem": 4, "max_response_tokens": 64, "learning_rate": 1e-4, "epochs": 1}),
     ("DPO: shortest correct over long or wrong", "dpo",
-     {"samples_per_problem": 4, "max_response_tokens": 64, "beta": 0.1, "learning_rate": 5e-5, "epochs": 1}),
+     {"samples_per_problem": 4, "max_response_tokens": 64, "beta": 0.1, "learning_rate": 1e-4, "epochs": 2}),
     ("Long2short RL", "long2short_rl",
      {"iterations": 8, "length_penalty_weight": 0.5, "max_response_fraction": 0.5, "learning_rate": 2e-4}),
 )
@@ -109,3 +120,49 @@ def launch_demo_variants(run: RLRun, suite, user) -> list[Long2ShortVariant]:
                        owner=user, parameters=config_to_dict(parse_config(LONG2SHORT_CONFIGS[method], knobs)))
         for name, method, knobs in DEMO_VARIANTS if name not in existing
     ]
+
+
+# The report's figures 9 and 10 on the demo task: small runs from the demo run's warm-up checkpoint, each knob
+# against the same baseline on the same seed. Figure 9: uniform sampling against warmup_then_hard (the whole set
+# for the first half, then the hard and expert problems only); figure 10: mirror descent against ReST.
+ABLATION_ITERATIONS = 20
+ABLATIONS = (
+    ("uniform sampling, mirror descent", {}),
+    ("warmup_then_hard", {"sampling_strategy": "warmup_then_hard", "curriculum_iterations": ABLATION_ITERATIONS // 2}),
+    ("ReST", {"policy_loss": "rest"}),
+)
+
+
+def ablation_name(label: str, seed: int) -> str:
+    return f"Ablation: {label} (seed {seed})"
+
+
+def queue_ablations(project, prompt_set, suite, user, seeds) -> list[str]:
+    """Queue each ablation run that is missing (by name); lines saying what was queued and where to compare."""
+    demo = RLRun.objects.filter(project=project, name=DEMO_RUN_NAME).first()
+    warm = demo and demo.checkpoints.filter(iteration=0, files_removed_at=None).first()
+    if warm is None:
+        raise CommandError("the ablations start from the demo run's warm-up checkpoint (iteration 0): queue the demo "
+                           "first (seed_demo --launch-run) and run them once its warm-up has finished")
+    lines, runs = [], {}
+    for seed in seeds:
+        for label, knobs in ABLATIONS:
+            name = ablation_name(label, seed)
+            run = RLRun.objects.filter(project=project, name=name).first()
+            if run is None:
+                config = config_to_dict(parse_config(RLConfig, {
+                    **TINY_DEMO, "model": warm.path, "warmup_sft_steps": 0, "seed": seed,
+                    "iterations": ABLATION_ITERATIONS, "evaluate_every_iterations": ABLATION_ITERATIONS // 2,
+                    **knobs}))
+                run = launch_run(project=project, name=name, prompt_set=prompt_set, owner=user, config=config,
+                                 evaluation_suite=suite,
+                                 description=f"The report's figure 9/10 ablation on the demo task: {label}, from the "
+                                             f"demo run's warm-up checkpoint, seed {seed}.")
+                lines.append(f"queued run #{run.pk}: {name}")
+            runs[(label, seed)] = run
+    baseline = ABLATIONS[0][0]
+    for label, figure in ((ABLATIONS[1][0], 9), (ABLATIONS[2][0], 10)):
+        for seed in seeds:
+            lines.append(f"figure {figure}, seed {seed}: /compare/?runs={runs[(baseline, seed)].pk},"
+                         f"{runs[(label, seed)].pk}")
+    return lines
