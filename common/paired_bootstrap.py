@@ -60,7 +60,8 @@ def paired_change(before: Sequence[Sequence[float]], after: Sequence[Sequence[fl
     problems = len(differences)
     if problems == 1:
         return PairedChange(change, change, change, 1)
-    shrunk = _shrunk_differences(differences, a, a_counts, b, b_counts)
+    within = _within_variance_of_mean(a, a_counts, a_means) + _within_variance_of_mean(b, b_counts, b_means)
+    shrunk = _shrunk_differences(differences, within)
     a_residuals, b_residuals = _scaled_residuals(a, a_counts, a_means), _scaled_residuals(b, b_counts, b_means)
     rng = np.random.default_rng(seed)
     draws = np.empty(resamples)
@@ -96,10 +97,9 @@ def _row_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return values.sum(axis=1) / counts
 
 
-def _within_variance_of_mean(values: np.ndarray, counts: np.ndarray) -> float:
+def _within_variance_of_mean(values: np.ndarray, counts: np.ndarray, means: np.ndarray) -> float:
     """Mean over problems of the unbiased within-problem variance of a problem's mean (s_i^2 / k_i); problems
     with one sample contribute nothing (their noise cannot be told from the problem's own level)."""
-    means = _row_means(values, counts)
     mask = np.arange(values.shape[1])[None, :] < counts[:, None]
     squares = (((values - means[:, None]) * mask) ** 2).sum(axis=1)
     several = counts > 1
@@ -107,11 +107,10 @@ def _within_variance_of_mean(values: np.ndarray, counts: np.ndarray) -> float:
     return float((variances / counts).mean())
 
 
-def _shrunk_differences(differences: np.ndarray, a: np.ndarray, a_counts: np.ndarray, b: np.ndarray,
-                        b_counts: np.ndarray) -> np.ndarray:
-    """Problem differences pulled towards their mean so their spread is the between-problem part only."""
+def _shrunk_differences(differences: np.ndarray, within: float) -> np.ndarray:
+    """Problem differences pulled towards their mean so their spread is the between-problem part only
+    (`within`: the two models' sample noise in a problem's difference)."""
     spread = float(differences.var(ddof=1))
-    within = _within_variance_of_mean(a, a_counts) + _within_variance_of_mean(b, b_counts)
     if spread <= 0.0:
         return differences
     factor = np.sqrt(max(0.0, spread - within) / spread)

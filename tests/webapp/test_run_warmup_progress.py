@@ -13,13 +13,6 @@ from workers.rl_job import warmup_recorder
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def held_run(run):
-    RLRun.claim(run.pk, "worker-a")
-    run.refresh_from_db()
-    return run
-
-
 class Clock:
     def __init__(self):
         self.now = 1000.0

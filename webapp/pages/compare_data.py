@@ -288,8 +288,8 @@ def last_checkpoint_differences(runs: Sequence[RLRun], results: Sequence[dict]) 
     samples = problem_samples({row["eval_run_id"] for _, first, second in pairs for row in (first, second)})
     differences = []
     for other, first, second in sorted(pairs, key=lambda pair: (pair[1]["benchmark"], pair[0].pk)):
-        changes = paired_changes(samples.get((second["eval_run_id"], benchmark_name(second)), {}),
-                                 samples.get((first["eval_run_id"], benchmark_name(first)), {}))
+        changes = paired_changes(samples.get((second["eval_run_id"], second["benchmark_name"]), {}),
+                                 samples.get((first["eval_run_id"], first["benchmark_name"]), {}))
         accuracy, tokens = changes if changes else (None, None)
         differences.append({
             "benchmark": first["benchmark"], "baseline": baseline.name, "run": other.name,
@@ -301,10 +301,6 @@ def last_checkpoint_differences(runs: Sequence[RLRun], results: Sequence[dict]) 
             "token_interval": [tokens.low, tokens.high] if tokens else None})
     return differences
 
-
-def benchmark_name(row: dict) -> str:
-    """The benchmark's own name (the series label may add its suite)."""
-    return row.get("benchmark_name", row["benchmark"])
 
 
 def compare_payload(user, options: dict[str, Any]) -> dict[str, Any]:
